@@ -1,0 +1,123 @@
+// Every SVC_* setting, declared once: type, default, range, secrecy.
+// docs/configuration.md is generated from this table (`bun scripts/gen-config-docs.ts`).
+import { bool, int, list, oneOf, str } from './declare.ts';
+
+export const SETTINGS = {
+  // --- storage ---------------------------------------------------------------
+  SVC_DATABASE_URL: str({
+    description:
+      'Database: empty for the embedded SQLite file $SVC_HOME/svc.db, `sqlite:<path>` for another file, or a `postgres://` / `postgresql://` URL.',
+  }),
+  SVC_DATABASE_POOL_SIZE: int({ default: 10, min: 1, max: 200, description: 'PostgreSQL connections per process.' }),
+  SVC_DATABASE_CONNECT_TIMEOUT_SECONDS: int({ default: 5, min: 1, max: 60, description: 'PostgreSQL connect timeout.' }),
+  SVC_SQLITE_BUSY_TIMEOUT_MS: int({
+    default: 5000,
+    min: 100,
+    max: 60000,
+    description: 'How long a SQLite writer waits for another process holding the write lock.',
+  }),
+
+  // --- secrets (minted into $SVC_HOME/secret.env on first boot) --------------
+  SVC_SECRET: str({
+    description: 'Master secret: agent token hashes, per-project frame signing keys, API-key and session token hashes.',
+    secret: true,
+    minted: true,
+    minBytes: 32,
+  }),
+  SVC_PREVIOUS_SECRETS: list({
+    description: 'Earlier master secrets (comma-separated) still accepted when verifying agent tokens.',
+    secret: true,
+    itemMinBytes: 32,
+    maxItems: 16,
+  }),
+  SVC_AUDIT_CHAIN_SECRET: str({
+    description: 'Key of the audit log HMAC chain. Never the same as SVC_SECRET.',
+    secret: true,
+    minted: true,
+    minBytes: 32,
+  }),
+  SVC_METRICS_AUTH_TOKEN: str({
+    description: 'Bearer token gating /metrics.',
+    secret: true,
+    minted: true,
+    minBytes: 32,
+  }),
+
+  // --- HTTP server ------------------------------------------------------------
+  SVC_BIND_HOST: str({ default: '0.0.0.0', description: 'Address `svc serve` listens on (overridden by --host).' }),
+  SVC_BIND_PORT: int({ default: 7700, min: 1, max: 65535, description: 'Port `svc serve` listens on (overridden by --port).' }),
+  SVC_WORKERS: int({
+    default: 1,
+    min: 1,
+    max: 64,
+    description: 'Worker processes sharing the port (overridden by --workers).',
+  }),
+  SVC_PUBLIC_URL: str({
+    description: 'Address users and agents reach this service at; used in printed links. Empty derives it from host, port and TLS.',
+    maxLength: 2048,
+  }),
+  SVC_ENVIRONMENT: oneOf(['production', 'dev'] as const, {
+    default: 'production',
+    description: '`dev` relaxes nothing security-relevant; it only enables dev-mode warnings in `svc doctor`.',
+  }),
+  SVC_ALLOWED_HOSTS: list({
+    description:
+      'Extra Host header values accepted besides loopback names, this machine\'s hostname, the public URL host and $SVC_HOME/allowed-hosts. `*` accepts any host.',
+  }),
+  SVC_DEBUG_HOST_ERRORS: bool({
+    default: false,
+    description: 'Name the refused host and the allow-list file in Host refusals (for setting up a proxy).',
+  }),
+  SVC_TRUSTED_PROXIES: list({
+    description: 'Proxy addresses or CIDR ranges whose X-Forwarded-For is believed when resolving the client address.',
+  }),
+  SVC_TLS_CERT_FILE: str({ description: 'PEM certificate chain; with SVC_TLS_KEY_FILE, `svc serve` speaks https itself.' }),
+  SVC_TLS_KEY_FILE: str({ description: 'PEM private key for SVC_TLS_CERT_FILE.' }),
+  SVC_TLS_SELF_SIGNED: bool({
+    default: false,
+    description:
+      'Serve https with a self-signed pair kept in $SVC_HOME/tls (minted on first use; its SHA-256 fingerprint is printed).',
+  }),
+  SVC_MAX_PAYLOAD_SIZE_BYTES: int({
+    default: 65536,
+    min: 1024,
+    max: 16 * 1024 * 1024,
+    description: 'Largest request body accepted by API routes (413 above).',
+  }),
+  SVC_AGENT_EVENTS_MAX_BODY_BYTES: int({
+    default: 64 * 1024 * 1024,
+    min: 1024 * 1024,
+    max: 512 * 1024 * 1024,
+    description: 'Largest long-poll upload body (413 above); each frame is separately limited to 1 MiB.',
+  }),
+
+  // --- logging, metrics -------------------------------------------------------
+  SVC_LOG_LEVEL: oneOf(['debug', 'info', 'warn', 'error', 'silent'] as const, {
+    default: 'info',
+    description: 'Lowest level written to the JSON-lines log on stdout.',
+  }),
+  SVC_METRICS_PUBLIC: bool({ default: false, description: 'Serve /metrics without the bearer token.' }),
+
+  // --- agents and commands (cross-field rules in load.ts) -----------------------
+  SVC_COMMAND_TIMEOUT_SECONDS: int({
+    default: 60,
+    min: 1,
+    max: 86400,
+    description: 'Time an agent has to answer a command; sent to agents as the frame\'s timeout_seconds.',
+  }),
+  SVC_AGENT_LONGPOLL_REDISPATCH_SECONDS: int({
+    default: 60,
+    min: 1,
+    max: 3600,
+    description: 'Window after dispatch in which a redeliverable command may be re-sent to a long-poll agent.',
+  }),
+  SVC_AGENT_LONGPOLL_REDISPATCH_MIN_INTERVAL_SECONDS: int({
+    default: 10,
+    min: 1,
+    max: 3600,
+    description: 'Minimum gap between re-sends of one dispatched command; strictly below the window.',
+  }),
+} as const;
+
+export type SettingName = keyof typeof SETTINGS;
+export const SETTING_NAMES = Object.keys(SETTINGS) as SettingName[];

@@ -1,0 +1,217 @@
+// Opens the configured database and hands out one interface for both
+// dialects: `q` (a drizzle instance typed as SQLite, whose query-builder
+// surface is shared with PostgreSQL), `t` (the tables for this dialect),
+// `tx()` for write transactions and `all()/run()` for raw SQL.
+//
+// SQLite: one writer connection used only inside tx() behind an in-process
+// lock (bun:sqlite calls are synchronous, so interleaved async flows would
+// otherwise join each other's transactions) and opened with BEGIN IMMEDIATE so
+// other processes queue on the busy timeout; plus one query-only reader
+// connection for everything outside a transaction, which sees committed data
+// only. PostgreSQL: a postgres-js pool; tx() is a pooled transaction.
+import { AsyncLocalStorage } from 'node:async_hooks';
+import { chmodSync, existsSync, mkdirSync } from 'node:fs';
+import { dirname } from 'node:path';
+import { Database } from 'bun:sqlite';
+import { sql, type SQL } from 'drizzle-orm';
+import { drizzle as drizzleSqlite, type BunSQLiteDatabase } from 'drizzle-orm/bun-sqlite';
+import { drizzle as drizzlePg } from 'drizzle-orm/postgres-js';
+import postgres from 'postgres';
+import { Mutex } from '../lib/mutex.ts';
+import { tablesFor, type Tables } from './schema.ts';
+import type { DatabaseTarget } from './url.ts';
+
+export type Dialect = 'sqlite' | 'postgres';
+export type Q = BunSQLiteDatabase;
+
+/** What stores run queries on: the database itself or an open transaction. */
+export interface Executor {
+  readonly dialect: Dialect;
+  readonly q: Q;
+  readonly t: Tables;
+  all<T = Record<string, unknown>>(query: SQL): Promise<T[]>;
+  run(query: SQL): Promise<void>;
+}
+
+export interface Tx extends Executor {
+  /** Runs after the transaction commits (never on rollback). */
+  afterCommit(fn: () => void): void;
+}
+
+export interface Db extends Executor {
+  readonly target: DatabaseTarget;
+  tx<T>(fn: (tx: Tx) => Promise<T>): Promise<T>;
+  ping(): Promise<void>;
+  /** SQLite: passive WAL checkpoint under the write lock; no-op on PostgreSQL. */
+  checkpoint(): Promise<void>;
+  close(): Promise<void>;
+}
+
+export interface OpenOptions {
+  /** SQLite: create the file when missing (false for read-only CLI commands). */
+  create?: boolean;
+  busyTimeoutMs?: number;
+  poolSize?: number;
+  connectTimeoutSeconds?: number;
+}
+
+export class DatabaseMissingError extends Error {}
+
+const current = new AsyncLocalStorage<Tx>();
+
+function executor(dialect: Dialect, q: Q, t: Tables, raw: (query: SQL) => Promise<unknown[]>): Executor {
+  return {
+    dialect,
+    q,
+    t,
+    all: async <T>(query: SQL) => (await raw(query)) as T[],
+    run: async (query: SQL) => {
+      await raw(query);
+    },
+  };
+}
+
+async function runTx<T>(base: Executor, fn: (tx: Tx) => Promise<T>, begin: () => Promise<void>, commit: () => Promise<void>, rollback: () => Promise<void>): Promise<T> {
+  const hooks: (() => void)[] = [];
+  const tx: Tx = { ...base, afterCommit: (f) => hooks.push(f) };
+  await begin();
+  let result: T;
+  try {
+    result = await current.run(tx, () => fn(tx));
+  } catch (e) {
+    await rollback();
+    throw e;
+  }
+  await commit();
+  for (const hook of hooks) hook();
+  return result;
+}
+
+function openSqlite(target: Extract<DatabaseTarget, { dialect: 'sqlite' }>, options: OpenOptions): Db {
+  const create = options.create ?? true;
+  if (!create && !existsSync(target.path)) throw new DatabaseMissingError(`no database at ${target.path} (svc serve creates it)`);
+  mkdirSync(dirname(target.path), { recursive: true, mode: 0o700 });
+  const busy = options.busyTimeoutMs ?? 5000;
+  const open = (): Database => {
+    const conn = new Database(target.path, { create, strict: true });
+    conn.exec(`PRAGMA busy_timeout = ${busy}`);
+    conn.exec('PRAGMA journal_mode = WAL');
+    conn.exec('PRAGMA synchronous = NORMAL');
+    conn.exec('PRAGMA foreign_keys = ON');
+    return conn;
+  };
+  const existed = existsSync(target.path);
+  const writerConn = open();
+  // The database holds credential hashes: keep it private to its owner.
+  // SQLite gives the -wal and -shm files the same mode.
+  if (!existed) chmodSync(target.path, 0o600);
+  const readerConn = open();
+  readerConn.exec('PRAGMA query_only = ON');
+  const t = tablesFor('sqlite');
+  const writerQ = drizzleSqlite(writerConn);
+  const readerQ = drizzleSqlite(readerConn);
+  const dialect = compilerOf(writerQ);
+  const rawOn = (conn: Database) => async (query: SQL) => {
+    const compiled = dialect.sqlToQuery(query);
+    return conn.prepare(compiled.sql).all(...(compiled.params as never[])) as unknown[];
+  };
+  const reader = executor('sqlite', readerQ, t, rawOn(readerConn));
+  const writer = executor('sqlite', writerQ, t, rawOn(writerConn));
+  const lock = new Mutex();
+  return {
+    ...reader,
+    target,
+    tx: (fn) => {
+      const open = current.getStore();
+      if (open) return fn(open); // nested call: join the open transaction
+      return lock.run(() =>
+        runTx(
+          writer,
+          fn,
+          async () => void writerConn.exec('BEGIN IMMEDIATE'),
+          async () => void writerConn.exec('COMMIT'),
+          async () => {
+            if (writerConn.inTransaction) writerConn.exec('ROLLBACK');
+          },
+        ),
+      );
+    },
+    ping: async () => {
+      readerConn.prepare('SELECT 1').get();
+    },
+    checkpoint: () =>
+      lock.run(async () => {
+        writerConn.exec('PRAGMA wal_checkpoint(PASSIVE)');
+      }),
+    close: async () => {
+      readerConn.close();
+      writerConn.close();
+    },
+  };
+}
+
+function openPostgres(target: Extract<DatabaseTarget, { dialect: 'postgres' }>, options: OpenOptions): Db {
+  const client = postgres(target.url, {
+    max: options.poolSize ?? 10,
+    connect_timeout: options.connectTimeoutSeconds ?? 5,
+    idle_timeout: 60,
+    onnotice: () => {},
+    // Timestamps are stored as ISO text, so no type parsing is needed; keep
+    // int8 results (counts) as numbers.
+    types: { bigint: postgres.BigInt },
+    transform: { undefined: null },
+  });
+  const q = drizzlePg(client) as unknown as Q;
+  const t = tablesFor('postgres');
+  const pgDialect = compilerOf(q);
+  const rawOn = (c: postgres.Sql) => async (query: SQL) => {
+    const compiled = pgDialect.sqlToQuery(query);
+    return [...(await c.unsafe(compiled.sql, compiled.params as never[]))].map(normaliseRow);
+  };
+  const base = executor('postgres', q, t, rawOn(client));
+  return {
+    ...base,
+    target,
+    tx: (fn) => {
+      const open = current.getStore();
+      if (open) return fn(open);
+      const hooks: (() => void)[] = [];
+      // postgres-js commits when the callback resolves and rolls back when it throws.
+      return client
+        .begin(async (txClient) => {
+          const c = txClient as unknown as postgres.Sql;
+          const tx: Tx = { ...executor('postgres', drizzlePg(c) as unknown as Q, t, rawOn(c)), afterCommit: (f) => hooks.push(f) };
+          return current.run(tx, () => fn(tx));
+        })
+        .then((result) => {
+          for (const hook of hooks) hook();
+          return result as never;
+        });
+    },
+    ping: async () => {
+      await client`SELECT 1`;
+    },
+    checkpoint: async () => {},
+    close: async () => {
+      await client.end({ timeout: 5 });
+    },
+  };
+}
+
+interface SqlCompiler {
+  sqlToQuery(q: SQL): { sql: string; params: unknown[] };
+}
+/** drizzle's dialect object compiles `sql` templates for raw execution. */
+const compilerOf = (q: unknown): SqlCompiler => (q as { dialect: SqlCompiler }).dialect;
+
+/** BigInt results (COUNT, SUM) become numbers; they stay far below 2^53. */
+function normaliseRow(row: Record<string, unknown>): Record<string, unknown> {
+  for (const [k, v] of Object.entries(row)) if (typeof v === 'bigint') row[k] = Number(v);
+  return row;
+}
+
+export function openDatabase(target: DatabaseTarget, options: OpenOptions = {}): Db {
+  return target.dialect === 'sqlite' ? openSqlite(target, options) : openPostgres(target, options);
+}
+
+export { sql };

@@ -1,0 +1,13 @@
+// The migrations embedded in the binary (the compiled `svc` has no
+// migrations/ folder on disk). One entry per numbered file, both dialects.
+import f0001s from '../../migrations/sqlite/0001_foundation.sql' with { type: 'text' };
+import f0001p from '../../migrations/postgres/0001_foundation.sql' with { type: 'text' };
+
+export interface MigrationSource {
+  revision: string;
+  name: string;
+  sqlite: string;
+  postgres: string;
+}
+
+export const MIGRATIONS: MigrationSource[] = [{ revision: '0001', name: 'foundation', sqlite: f0001s, postgres: f0001p }];

@@ -1,0 +1,22 @@
+// Every table, by dialect. Each area defines its tables in its own
+// `tables.ts`; this registry hands stores the right variant through
+// `Executor.t`.
+import type { Dialect } from './connect.ts';
+import * as platform from '../platform/tables.ts';
+
+const dual = {
+  ...platform,
+};
+
+export type Tables = { [K in keyof typeof dual]: (typeof dual)[K]['sqlite'] };
+
+const cache = new Map<Dialect, Tables>();
+
+export function tablesFor(dialect: Dialect): Tables {
+  let tables = cache.get(dialect);
+  if (!tables) {
+    tables = Object.fromEntries(Object.entries(dual).map(([k, v]) => [k, v[dialect === 'sqlite' ? 'sqlite' : 'pg']])) as Tables;
+    cache.set(dialect, tables);
+  }
+  return tables;
+}

@@ -1,0 +1,98 @@
+// Assembles the Elysia app: the Host allow-list and body-size gate before any
+// route, JSON body parsing with a size cap, the one error envelope for every
+// failure, security headers, access logs, then each area's routes.
+import { Elysia } from 'elysia';
+import { logger } from '../lib/log.ts';
+import type { AppContext } from '../server/context.ts';
+import { ApiError, errorResponse, jsonResponse, tooLarge, validationFailed } from './errors.ts';
+import { requestIdOf } from './request.ts';
+import { methodsFor } from './routes-index.ts';
+import { readBodyLimited } from './body.ts';
+import { validationFields } from './validation.ts';
+
+const log = logger('http');
+
+export type RouteModule = (ctx: AppContext) => Elysia<any, any, any, any, any, any, any>;
+
+/** Paths that always answer JSON (never the dashboard's index.html). */
+export const API_PREFIXES = ['/api/', '/ws/', '/metrics'];
+const isApiPath = (path: string): boolean => API_PREFIXES.some((p) => path === p.replace(/\/$/, '') || path.startsWith(p));
+
+export interface AppOptions {
+  /** Answers GET requests no route claimed (the dashboard); null falls through to 404. */
+  fallback?: (request: Request, path: string) => Promise<Response | null>;
+}
+
+export function bodyLimitFor(ctx: AppContext, path: string): number {
+  return path === '/api/v1/agent/events' ? ctx.config.SVC_AGENT_EVENTS_MAX_BODY_BYTES : ctx.config.SVC_MAX_PAYLOAD_SIZE_BYTES;
+}
+
+export function buildApp(ctx: AppContext, modules: RouteModule[], options: AppOptions = {}) {
+  const app = new Elysia({ normalize: true })
+    .onRequest(({ request, set }) => {
+      const requestId = requestIdOf(request);
+      set.headers['x-request-id'] = requestId;
+      set.headers['x-content-type-options'] = 'nosniff';
+      set.headers['x-frame-options'] = 'DENY';
+      set.headers['referrer-policy'] = 'same-origin';
+      set.headers['cross-origin-opener-policy'] = 'same-origin';
+      if (!ctx.hosts.allows(request.headers.get('host'))) {
+        const details: Record<string, unknown> = ctx.config.SVC_DEBUG_HOST_ERRORS
+          ? { host: request.headers.get('host'), allow_list_file: ctx.paths.allowedHosts }
+          : {};
+        return errorResponse(new ApiError(400, 'host_not_allowed', 'the Host header names a host this service does not accept', details), requestId);
+      }
+      const path = new URL(request.url).pathname;
+      if (!ctx.lifecycle.ready && isApiPath(path) && !path.startsWith('/api/v1/health')) {
+        return errorResponse(new ApiError(503, 'starting', 'svc is starting; try again shortly', {}, { 'retry-after': '1' }), requestId);
+      }
+      const length = request.headers.get('content-length');
+      const limit = bodyLimitFor(ctx, path);
+      if (length !== null && Number(length) > limit) return errorResponse(tooLarge(limit), requestId);
+    })
+    .onParse(async ({ request, contentType, path }) => {
+      const text = await readBodyLimited(request, bodyLimitFor(ctx, path));
+      if (text === '') return {};
+      const type = (contentType ?? '').toLowerCase();
+      if (type !== '' && !/^application\/([a-z0-9.+-]*\+)?json\b/.test(type)) {
+        throw new ApiError(415, 'unsupported_media_type', 'request bodies must be JSON (Content-Type: application/json)');
+      }
+      try {
+        return JSON.parse(text);
+      } catch {
+        throw new ApiError(400, 'invalid_json', 'request body is not valid JSON');
+      }
+    })
+    .onError(async ({ code, error, request }) => {
+      const requestId = requestIdOf(request);
+      if (error instanceof ApiError) return errorResponse(error, requestId);
+      if (code === 'VALIDATION') return errorResponse(validationFailed(validationFields(error)), requestId);
+      if (code === 'PARSE') return errorResponse(new ApiError(400, 'invalid_json', 'request body is not valid JSON'), requestId);
+      if (code === 'NOT_FOUND') {
+        const url = new URL(request.url);
+        const allowed = methodsFor(app, url.pathname);
+        if (allowed.length > 0 && !allowed.includes(request.method)) {
+          return errorResponse(
+            new ApiError(405, 'method_not_allowed', `${request.method} is not allowed on ${url.pathname}`, { allowed }, { allow: allowed.join(', ') }),
+            requestId,
+          );
+        }
+        if ((request.method === 'GET' || request.method === 'HEAD') && !isApiPath(url.pathname) && options.fallback) {
+          const page = await options.fallback(request, url.pathname);
+          if (page) return page;
+        }
+        return errorResponse(new ApiError(404, 'not_found', `no route for ${request.method} ${url.pathname}`), requestId);
+      }
+      log.error({ request_id: requestId, err: error instanceof Error ? error.stack : String(error), code }, 'unhandled error');
+      return errorResponse(new ApiError(500, 'internal_error', 'internal error; the request id identifies it in the logs'), requestId);
+    })
+    .onAfterResponse(({ request, set, responseValue }) => {
+      const status = responseValue instanceof Response ? responseValue.status : Number(set.status ?? 200);
+      log.debug({ request_id: requestIdOf(request), method: request.method, path: new URL(request.url).pathname, status }, 'request');
+    });
+  for (const module of modules) app.use(module(ctx));
+  return app;
+}
+
+export type App = ReturnType<typeof buildApp>;
+export { jsonResponse };

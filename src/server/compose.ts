@@ -1,0 +1,47 @@
+// Composition root: turns loaded settings into an AppContext and an app.
+// Every area's routes are listed here, in one place.
+import type { LoadedConfig } from '../config/load.ts';
+import { openDatabase, type Db, type OpenOptions } from '../db/connect.ts';
+import { buildApp } from '../http/app.ts';
+import { dashboardResponse } from '../http/dashboard.ts';
+import { HostPolicy } from '../http/hosts.ts';
+import { healthRoutes } from '../health/routes.ts';
+import { addressList } from '../lib/net.ts';
+import { Metrics } from '../metrics/registry.ts';
+import { metricsRoutes } from '../metrics/routes.ts';
+import { openapiRoutes } from '../http/openapi.ts';
+import { Lifecycle, type AppContext } from './context.ts';
+
+export function openConfiguredDatabase(loaded: LoadedConfig, overrides: OpenOptions = {}): Db {
+  return openDatabase(loaded.database, {
+    busyTimeoutMs: loaded.config.SVC_SQLITE_BUSY_TIMEOUT_MS,
+    poolSize: loaded.config.SVC_DATABASE_POOL_SIZE,
+    connectTimeoutSeconds: loaded.config.SVC_DATABASE_CONNECT_TIMEOUT_SECONDS,
+    ...overrides,
+  });
+}
+
+export function createContext(loaded: LoadedConfig, db: Db): AppContext {
+  const { config } = loaded;
+  const ctx: AppContext = {
+    loaded,
+    config,
+    sources: loaded.sources,
+    paths: loaded.paths,
+    database: loaded.database,
+    db,
+    metrics: new Metrics(),
+    hosts: HostPolicy.fromConfig(loaded.paths.allowedHosts, config.SVC_ALLOWED_HOSTS, config.SVC_PUBLIC_URL),
+    trustedProxies: config.SVC_TRUSTED_PROXIES.length > 0 ? addressList(config.SVC_TRUSTED_PROXIES) : null,
+    lifecycle: new Lifecycle(),
+    server: null,
+    peerAddress: (request) => ctx.server?.requestIP(request)?.address ?? null,
+  };
+  return ctx;
+}
+
+export function buildServiceApp(ctx: AppContext) {
+  return buildApp(ctx, [healthRoutes, metricsRoutes, openapiRoutes], {
+    fallback: (_request, path) => dashboardResponse(path),
+  });
+}
