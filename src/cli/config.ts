@@ -38,7 +38,7 @@ export function initCommand(options: { force?: boolean }): number {
 /** Inert placeholder values for required secrets, so validation of a
  * candidate file never needs real credentials. */
 const PLACEHOLDERS = Object.fromEntries(
-  SETTING_NAMES.filter((n) => SETTINGS[n].meta.minted).map((n) => [n, 'placeholder-secret-value-for-validation-only-000000']),
+  SETTING_NAMES.filter((n) => SETTINGS[n].meta.minted).map((n) => [n, `placeholder-for-validation-only-${n}`]),
 ) as Partial<Record<SettingName, string>>;
 
 export function configGroup(args: string[]): Promise<number> {

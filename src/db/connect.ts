@@ -110,13 +110,9 @@ function openSqlite(target: Extract<DatabaseTarget, { dialect: 'sqlite' }>, opti
   const t = tablesFor('sqlite');
   const writerQ = drizzleSqlite(writerConn);
   const readerQ = drizzleSqlite(readerConn);
-  const dialect = compilerOf(writerQ);
-  const rawOn = (conn: Database) => async (query: SQL) => {
-    const compiled = dialect.sqlToQuery(query);
-    return conn.prepare(compiled.sql).all(...(compiled.params as never[])) as unknown[];
-  };
-  const reader = executor('sqlite', readerQ, t, rawOn(readerConn));
-  const writer = executor('sqlite', writerQ, t, rawOn(writerConn));
+  const rawOn = (q: Q) => async (query: SQL) => q.all(query) as unknown[];
+  const reader = executor('sqlite', readerQ, t, rawOn(readerQ));
+  const writer = executor('sqlite', writerQ, t, rawOn(writerQ));
   const lock = new Mutex();
   return {
     ...reader,
@@ -156,19 +152,15 @@ function openPostgres(target: Extract<DatabaseTarget, { dialect: 'postgres' }>, 
     connect_timeout: options.connectTimeoutSeconds ?? 5,
     idle_timeout: 60,
     onnotice: () => {},
-    // Timestamps are stored as ISO text, so no type parsing is needed; keep
-    // int8 results (counts) as numbers.
+    // Counts and sums come back as BigInt; rows are normalised to numbers.
     types: { bigint: postgres.BigInt },
-    transform: { undefined: null },
   });
-  const q = drizzlePg(client) as unknown as Q;
+  const pg = drizzlePg(client);
   const t = tablesFor('postgres');
-  const pgDialect = compilerOf(q);
-  const rawOn = (c: postgres.Sql) => async (query: SQL) => {
-    const compiled = pgDialect.sqlToQuery(query);
-    return [...(await c.unsafe(compiled.sql, compiled.params as never[]))].map(normaliseRow);
-  };
-  const base = executor('postgres', q, t, rawOn(client));
+  type Runner = { execute(query: SQL): Promise<unknown> };
+  const rawOn = (runner: Runner) => async (query: SQL) =>
+    [...((await runner.execute(query)) as Record<string, unknown>[])].map(normaliseRow);
+  const base = executor('postgres', pg as unknown as Q, t, rawOn(pg));
   return {
     ...base,
     target,
@@ -176,16 +168,15 @@ function openPostgres(target: Extract<DatabaseTarget, { dialect: 'postgres' }>, 
       const open = current.getStore();
       if (open) return fn(open);
       const hooks: (() => void)[] = [];
-      // postgres-js commits when the callback resolves and rolls back when it throws.
-      return client
-        .begin(async (txClient) => {
-          const c = txClient as unknown as postgres.Sql;
-          const tx: Tx = { ...executor('postgres', drizzlePg(c) as unknown as Q, t, rawOn(c)), afterCommit: (f) => hooks.push(f) };
+      // drizzle commits when the callback resolves and rolls back when it throws.
+      return pg
+        .transaction(async (dtx) => {
+          const tx: Tx = { ...executor('postgres', dtx as unknown as Q, t, rawOn(dtx)), afterCommit: (f) => hooks.push(f) };
           return current.run(tx, () => fn(tx));
         })
         .then((result) => {
           for (const hook of hooks) hook();
-          return result as never;
+          return result;
         });
     },
     ping: async () => {
@@ -197,12 +188,6 @@ function openPostgres(target: Extract<DatabaseTarget, { dialect: 'postgres' }>, 
     },
   };
 }
-
-interface SqlCompiler {
-  sqlToQuery(q: SQL): { sql: string; params: unknown[] };
-}
-/** drizzle's dialect object compiles `sql` templates for raw execution. */
-const compilerOf = (q: unknown): SqlCompiler => (q as { dialect: SqlCompiler }).dialect;
 
 /** BigInt results (COUNT, SUM) become numbers; they stay far below 2^53. */
 function normaliseRow(row: Record<string, unknown>): Record<string, unknown> {

@@ -36,6 +36,7 @@ export function buildApp(ctx: AppContext, modules: RouteModule[], options: AppOp
       set.headers['x-frame-options'] = 'DENY';
       set.headers['referrer-policy'] = 'same-origin';
       set.headers['cross-origin-opener-policy'] = 'same-origin';
+      if (ctx.worker.count > 1) set.headers['x-svc-worker'] = String(ctx.worker.index);
       if (!ctx.hosts.allows(request.headers.get('host'))) {
         const details: Record<string, unknown> = ctx.config.SVC_DEBUG_HOST_ERRORS
           ? { host: request.headers.get('host'), allow_list_file: ctx.paths.allowedHosts }
@@ -66,6 +67,9 @@ export function buildApp(ctx: AppContext, modules: RouteModule[], options: AppOp
     .onError(async ({ code, error, request }) => {
       const requestId = requestIdOf(request);
       if (error instanceof ApiError) return errorResponse(error, requestId);
+      // Errors thrown by our body parser arrive wrapped in Elysia's ParseError.
+      const cause = (error as { cause?: unknown }).cause;
+      if (code === 'PARSE' && cause instanceof ApiError) return errorResponse(cause, requestId);
       if (code === 'VALIDATION') return errorResponse(validationFailed(validationFields(error)), requestId);
       if (code === 'PARSE') return errorResponse(new ApiError(400, 'invalid_json', 'request body is not valid JSON'), requestId);
       if (code === 'NOT_FOUND') {

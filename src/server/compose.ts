@@ -36,6 +36,7 @@ export function createContext(loaded: LoadedConfig, db: Db): AppContext {
     lifecycle: new Lifecycle(),
     server: null,
     peerAddress: (request) => ctx.server?.requestIP(request)?.address ?? null,
+    worker: { index: 0, count: 1 },
   };
   return ctx;
 }

@@ -56,4 +56,7 @@ export interface AppContext {
   server: Server<unknown> | null;
   /** The socket peer address of a request (tests substitute their own). */
   peerAddress(request: Request): string | null;
+  /** This process's index among the `--workers` processes (0 for the first);
+   * sent as X-SVC-Worker when there is more than one. */
+  worker: { index: number; count: number };
 }

@@ -16,6 +16,7 @@ import { resolveTls } from './tls.ts';
 
 const log = logger('serve');
 const CHILD_ENV = 'SVC_INTERNAL_WORKER_INDEX';
+const CHILD_COUNT_ENV = 'SVC_INTERNAL_WORKER_COUNT';
 
 export interface ServeOptions {
   host?: string;
@@ -43,6 +44,7 @@ export async function serve(options: ServeOptions): Promise<number> {
   const tls = await resolveTls(config, loaded.paths.tlsDir);
   const db = openConfiguredDatabase(loaded);
   const ctx = createContext(loaded, db);
+  ctx.worker = { index: workerIndex, count: isChild ? Number(process.env[CHILD_COUNT_ENV] ?? '1') : workers };
   const app = buildServiceApp(ctx);
   try {
     app.listen({
@@ -80,7 +82,7 @@ export async function serve(options: ServeOptions): Promise<number> {
   }
 
   await startBackground(ctx, { baseUrl, workerIndex });
-  const children = !isChild && workers > 1 ? superviseWorkers(workers - 1, host, port) : null;
+  const children = !isChild && workers > 1 ? superviseWorkers(workers - 1, host, app.server!.port!) : null;
   ctx.lifecycle.onShutdown('http', async () => {
     await app.stop(true);
   });
@@ -117,7 +119,7 @@ function superviseWorkers(count: number, host: string, port: number): { stop(): 
   let stopping = false;
   const start = (index: number, attempt = 0): void => {
     const proc = Bun.spawn(selfCommand(['serve', '--host', host, '--port', String(port), '--workers', '1']), {
-      env: { ...process.env, [CHILD_ENV]: String(index) },
+      env: { ...process.env, [CHILD_ENV]: String(index), [CHILD_COUNT_ENV]: String(count + 1) },
       stdio: ['ignore', 'inherit', 'inherit'],
     });
     procs.set(index, proc);

@@ -1,0 +1,48 @@
+// PostgreSQL under a running svc: readiness follows the server going away and
+// coming back, with a real server stopped and started.
+import { afterAll, expect, test } from 'bun:test';
+import { cleanEnv, eventually, runSvc, startSvc, type RunningSvc } from '../helpers/binary.ts';
+import { startPostgres } from '../helpers/postgres.ts';
+
+const running: RunningSvc[] = [];
+afterAll(async () => {
+  for (const r of running) await r.stop('SIGKILL');
+});
+
+const readiness = async (url: string) => {
+  const res = await fetch(`${url}/api/v1/health/ready`);
+  return { status: res.status, body: await res.json() };
+};
+
+test('readiness turns 503 database while PostgreSQL is stopped and 200 after it restarts', async () => {
+  const pg = startPostgres(55490);
+  const env = cleanEnv({ SVC_DATABASE_URL: pg.url, SVC_DATABASE_CONNECT_TIMEOUT_SECONDS: '1' });
+  const svc = await startSvc(env);
+  running.push(svc);
+  await eventually(async () => (await readiness(svc.url)).status === 200, 10_000, 'ready');
+
+  pg.stop();
+  await eventually(async () => (await readiness(svc.url)).status === 503, 10_000, 'unready');
+  expect(await readiness(svc.url)).toEqual({ status: 503, body: { status: 'unready', reason: 'database' } });
+  // Liveness does no I/O and keeps answering.
+  expect((await fetch(`${svc.url}/api/v1/health`)).status).toBe(200);
+
+  pg.start();
+  await eventually(async () => (await readiness(svc.url)).status === 200, 15_000, 'ready again');
+  expect((await readiness(svc.url)).body).toEqual({ status: 'ready' });
+
+  // The CLI reads the same database.
+  const status = await runSvc(['status'], env);
+  expect(status.code).toBe(0);
+  expect(status.stdout).toContain('database: postgres://postgres@127.0.0.1:55490/postgres');
+  expect(status.stdout).toMatch(/migration revision: \d{4}/);
+});
+
+test('an unreachable PostgreSQL fails `svc check` with exit 2 and a one-line reason', async () => {
+  const env = cleanEnv({ SVC_DATABASE_URL: 'postgres://svc:pw@127.0.0.1:1/svc', SVC_DATABASE_CONNECT_TIMEOUT_SECONDS: '1' });
+  const r = await runSvc(['check'], env);
+  expect(r.code).toBe(2);
+  expect(r.stdout).toContain('configuration: ok');
+  expect(r.stderr).toMatch(/database: not answering/);
+  expect(r.stderr).not.toContain(':pw@');
+});
