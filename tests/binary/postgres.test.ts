@@ -2,11 +2,13 @@
 // coming back, with a real server stopped and started.
 import { afterAll, expect, test } from 'bun:test';
 import { cleanEnv, eventually, runSvc, startSvc, type RunningSvc } from '../helpers/binary.ts';
-import { startPostgres } from '../helpers/postgres.ts';
+import { startPostgres, type PrivatePostgres } from '../helpers/postgres.ts';
 
 const running: RunningSvc[] = [];
+const servers: PrivatePostgres[] = [];
 afterAll(async () => {
   for (const r of running) await r.stop('SIGKILL');
+  for (const s of servers) s.destroy();
 });
 
 const readiness = async (url: string) => {
@@ -15,7 +17,8 @@ const readiness = async (url: string) => {
 };
 
 test('readiness turns 503 database while PostgreSQL is stopped and 200 after it restarts', async () => {
-  const pg = startPostgres(55490);
+  const pg = startPostgres();
+  servers.push(pg);
   const env = cleanEnv({ SVC_DATABASE_URL: pg.url, SVC_DATABASE_CONNECT_TIMEOUT_SECONDS: '1' });
   const svc = await startSvc(env);
   running.push(svc);
@@ -34,7 +37,7 @@ test('readiness turns 503 database while PostgreSQL is stopped and 200 after it 
   // The CLI reads the same database.
   const status = await runSvc(['status'], env);
   expect(status.code).toBe(0);
-  expect(status.stdout).toContain('database: postgres://postgres@127.0.0.1:55490/postgres');
+  expect(status.stdout).toContain(`database: ${pg.url}`);
   expect(status.stdout).toMatch(/migration revision: \d{4}/);
 });
 

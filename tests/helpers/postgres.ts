@@ -1,7 +1,7 @@
 // PostgreSQL for tests. scripts/test starts one shared server and exports
 // SVC_TEST_PG_URL (an admin URL); each test file gets a database of its own.
 // Tests that stop the server start a private one with startPostgres().
-import { mkdtempSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import postgres from 'postgres';
@@ -45,10 +45,20 @@ export interface PrivatePostgres {
   url: string;
   stop(): void;
   start(): void;
+  /** Stops the server (if running) and removes its files. */
+  destroy(): void;
+}
+
+function freePort(): number {
+  const s = Bun.listen({ hostname: '127.0.0.1', port: 0, socket: { data() {} } });
+  const port = s.port;
+  s.stop(true);
+  return port;
 }
 
 /** A private PostgreSQL server in a temp directory (for tests that stop it). */
-export function startPostgres(port: number): PrivatePostgres {
+export function startPostgres(): PrivatePostgres {
+  const port = freePort();
   const dir = mkdtempSync(join(tmpdir(), 'svc-pg-'));
   const user = process.env.SVC_TEST_PG_USER;
   if (user && process.getuid?.() === 0) Bun.spawnSync(['chown', '-R', user, dir]);
@@ -57,12 +67,13 @@ export function startPostgres(port: number): PrivatePostgres {
   const start = () => pgRun([pgBin('pg_ctl'), '-D', data, '-l', join(dir, 'log'), '-w', '-o', `-p ${port} -k ${dir} -c listen_addresses=127.0.0.1 -c fsync=off`, 'start']);
   const stop = () => pgRun([pgBin('pg_ctl'), '-D', data, '-m', 'fast', '-w', 'stop']);
   start();
-  process.on('exit', () => {
+  const destroy = () => {
     try {
-      stop();
+      pgRun([pgBin('pg_ctl'), '-D', data, '-m', 'immediate', '-w', 'stop']);
     } catch {
       /* already stopped */
     }
-  });
-  return { url: `postgres://postgres@127.0.0.1:${port}/postgres`, stop, start };
+    rmSync(dir, { recursive: true, force: true });
+  };
+  return { url: `postgres://postgres@127.0.0.1:${port}/postgres`, stop, start, destroy };
 }
