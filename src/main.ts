@@ -2,6 +2,7 @@
 // Command groups (`svc config ...`, `svc migrate ...`) are separate programs
 // so each subcommand has its own --help and strict option checking.
 import { allowedHostsGroup } from './cli/allowed-hosts.ts';
+import { auditGroup } from './cli/audit.ts';
 import { configGroup, initCommand } from './cli/config.ts';
 import { checkCommand, doctorCommand, statusCommand } from './cli/inspect.ts';
 import { out, program, run } from './cli/kit.ts';
@@ -15,6 +16,7 @@ const GROUPS: Record<string, { description: string; run: (args: string[]) => Pro
   migrate: { description: 'database migrations: upgrade, current, history, downgrade, sync', run: migrateGroup },
   'allowed-hosts': { description: 'manage the persistent Host allow-list', run: allowedHostsGroup },
   tls: { description: 'self-signed certificate for serving https without a proxy', run: tlsGroup },
+  audit: { description: 'verify the audit chain, export its head, maintain its keys and state', run: auditGroup },
 };
 
 function topLevel() {

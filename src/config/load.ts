@@ -215,6 +215,12 @@ function checkCrossField(c: Config, paths: HomePaths): DatabaseTarget {
   if (c.SVC_SECRET !== '' && c.SVC_AUDIT_CHAIN_SECRET !== '' && c.SVC_SECRET === c.SVC_AUDIT_CHAIN_SECRET) {
     throw new ConfigError('SVC_AUDIT_CHAIN_SECRET must differ from SVC_SECRET', 'SVC_AUDIT_CHAIN_SECRET');
   }
+  if (c.SVC_AUDIT_WEBHOOK_URL !== '' && c.SVC_AUDIT_WEBHOOK_HMAC_SECRET === '') {
+    throw new ConfigError('SVC_AUDIT_WEBHOOK_URL is set without SVC_AUDIT_WEBHOOK_HMAC_SECRET (at least 32 bytes)', 'SVC_AUDIT_WEBHOOK_HMAC_SECRET');
+  }
+  if (c.SVC_AUDIT_CHAIN_SECRET !== '' && c.SVC_AUDIT_CHAIN_PREVIOUS_SECRETS.includes(c.SVC_AUDIT_CHAIN_SECRET)) {
+    throw new ConfigError('SVC_AUDIT_CHAIN_PREVIOUS_SECRETS must not contain the current SVC_AUDIT_CHAIN_SECRET', 'SVC_AUDIT_CHAIN_PREVIOUS_SECRETS');
+  }
   if (c.SVC_PUBLIC_URL !== '') {
     let url: URL | undefined;
     try {

@@ -1,6 +1,6 @@
 // Every SVC_* setting, declared once: type, default, range, secrecy.
 // docs/configuration.md is generated from this table (`bun scripts/gen-config-docs.ts`).
-import { bool, int, list, oneOf, str } from './declare.ts';
+import { bool, int, list, num, oneOf, str } from './declare.ts';
 
 export const SETTINGS = {
   // --- storage ---------------------------------------------------------------
@@ -41,6 +41,57 @@ export const SETTINGS = {
     secret: true,
     minted: true,
     minBytes: 32,
+  }),
+
+  SVC_AUDIT_CHAIN_PREVIOUS_SECRETS: list({
+    description: 'Earlier audit chain keys (comma-separated), kept so rows signed before a rotation still verify.',
+    secret: true,
+    itemMinBytes: 32,
+    maxItems: 32,
+  }),
+
+  // --- audit log ----------------------------------------------------------------
+  SVC_AUDIT_RETENTION_DAYS: int({
+    default: 90,
+    min: 0,
+    max: 36500,
+    description: 'Audit rows older than this are pruned (leaving an authenticated prune point); 0 keeps them forever.',
+  }),
+  SVC_AUDIT_CHAIN_VERIFY_ENABLED: bool({
+    default: false,
+    description: 'Walk the whole audit chain on a schedule (one leader process) and export the verification metrics.',
+  }),
+  SVC_AUDIT_CHAIN_VERIFY_INTERVAL_SECONDS: int({
+    default: 86400,
+    min: 900,
+    max: 604800,
+    description: 'Interval of the scheduled audit chain verification.',
+  }),
+  SVC_AUDIT_WEBHOOK_URL: str({
+    description: 'Mirror every audit row to this https URL (best effort; unset means no forwarder exists).',
+    secret: true,
+    maxLength: 2048,
+  }),
+  SVC_AUDIT_WEBHOOK_HMAC_SECRET: str({
+    description: 'Key of the X-SVC-Audit-Signature header; required with SVC_AUDIT_WEBHOOK_URL.',
+    secret: true,
+    minBytes: 32,
+  }),
+  SVC_AUDIT_WEBHOOK_TIMEOUT_SECONDS: num({
+    default: 10,
+    min: 1,
+    max: 120,
+    description: 'Time allowed for one forwarded row.',
+  }),
+  SVC_AUDIT_WEBHOOK_BUFFER_SIZE: int({
+    default: 1000,
+    min: 10,
+    max: 100000,
+    description: 'Rows waiting to be forwarded; beyond this, new rows are dropped and counted.',
+  }),
+  SVC_NOTIFICATIONS_WEBHOOK_ALLOW_HTTP: bool({
+    default: false,
+    description: 'Allow plain http:// for outbound webhooks (the audit forwarder included). Changes only the scheme: blocked addresses stay blocked.',
   }),
 
   // --- HTTP server ------------------------------------------------------------

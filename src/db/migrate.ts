@@ -45,7 +45,14 @@ export function knownMigrations(dialect: Db['dialect']): Migration[] {
 
 export const headRevision = (): string => MIGRATIONS[MIGRATIONS.length - 1]!.revision;
 
+/** Serialises schema changes across processes (SQLite: the write lock already does). */
+async function lockMigrations(ex: Executor): Promise<void> {
+  if (ex.dialect === 'postgres') await ex.run(sql`SELECT pg_advisory_xact_lock(${PG_MIGRATION_LOCK})`);
+}
+
 async function ensureTable(ex: Executor): Promise<void> {
+  // Concurrent CREATE TABLE IF NOT EXISTS races on PostgreSQL's catalog: lock first.
+  await lockMigrations(ex);
   await ex.run(
     sql.raw(
       'CREATE TABLE IF NOT EXISTS svc_migrations (revision TEXT PRIMARY KEY, name TEXT NOT NULL, checksum TEXT NOT NULL, applied_at TEXT NOT NULL)',
@@ -105,7 +112,7 @@ export async function upgrade(db: Db, target: string = headRevision()): Promise<
   for (const m of known) {
     if (m.revision > target) break;
     const applied = await db.tx(async (tx) => {
-      if (tx.dialect === 'postgres') await tx.run(sql`SELECT pg_advisory_xact_lock(${PG_MIGRATION_LOCK})`);
+      await lockMigrations(tx);
       const present = await tx.all(sql`SELECT revision FROM svc_migrations WHERE revision = ${m.revision}`);
       if (present.length > 0) return false;
       for (const statement of m.statements) await tx.run(sql.raw(statement));

@@ -2,6 +2,8 @@
 // migrations/ folder on disk). One entry per numbered file, both dialects.
 import f0001s from '../../migrations/sqlite/0001_foundation.sql' with { type: 'text' };
 import f0001p from '../../migrations/postgres/0001_foundation.sql' with { type: 'text' };
+import f0002s from '../../migrations/sqlite/0002_audit.sql' with { type: 'text' };
+import f0002p from '../../migrations/postgres/0002_audit.sql' with { type: 'text' };
 
 export interface MigrationSource {
   revision: string;
@@ -10,4 +12,7 @@ export interface MigrationSource {
   postgres: string;
 }
 
-export const MIGRATIONS: MigrationSource[] = [{ revision: '0001', name: 'foundation', sqlite: f0001s, postgres: f0001p }];
+export const MIGRATIONS: MigrationSource[] = [
+  { revision: '0001', name: 'foundation', sqlite: f0001s, postgres: f0001p },
+  { revision: '0002', name: 'audit', sqlite: f0002s, postgres: f0002p },
+];

@@ -2,10 +2,12 @@
 // `tables.ts`; this registry hands stores the right variant through
 // `Executor.t`.
 import type { Dialect } from './connect.ts';
+import * as audit from '../audit/tables.ts';
 import * as platform from '../platform/tables.ts';
 
 const dual = {
   ...platform,
+  ...audit,
 };
 
 export type Tables = { [K in keyof typeof dual]: (typeof dual)[K]['sqlite'] };

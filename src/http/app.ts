@@ -2,6 +2,7 @@
 // route, JSON body parsing with a size cap, the one error envelope for every
 // failure, security headers, access logs, then each area's routes.
 import { Elysia } from 'elysia';
+import { describeError } from '../lib/errors.ts';
 import { logger } from '../lib/log.ts';
 import type { AppContext } from '../server/context.ts';
 import { ApiError, errorResponse, jsonResponse, tooLarge, validationFailed } from './errors.ts';
@@ -87,7 +88,7 @@ export function buildApp(ctx: AppContext, modules: RouteModule[], options: AppOp
         }
         return errorResponse(new ApiError(404, 'not_found', `no route for ${request.method} ${url.pathname}`), requestId);
       }
-      log.error({ request_id: requestId, err: error instanceof Error ? error.stack : String(error), code }, 'unhandled error');
+      log.error({ request_id: requestId, err: describeError(error), code }, 'unhandled error');
       return errorResponse(new ApiError(500, 'internal_error', 'internal error; the request id identifies it in the logs'), requestId);
     })
     .onAfterResponse(({ request, set, responseValue }) => {

@@ -1,6 +1,7 @@
 // Background work of one process, started after migrations and stopped at
 // shutdown. Each job runs on its own interval; a failing tick is logged and
 // the job carries on.
+import { describeError } from '../lib/errors.ts';
 import { logger } from '../lib/log.ts';
 import type { AppContext } from './context.ts';
 
@@ -20,7 +21,7 @@ export function every(ctx: AppContext, name: string, intervalMs: number, tick: (
     try {
       await tick();
     } catch (e) {
-      log.error({ job: name, err: (e as Error).message }, 'background job failed');
+      log.error({ job: name, err: describeError(e) }, 'background job failed');
     } finally {
       running = false;
     }

@@ -1,5 +1,6 @@
 // Composition root: turns loaded settings into an AppContext and an app.
 // Every area's routes are listed here, in one place.
+import { AuditService } from '../audit/service.ts';
 import type { LoadedConfig } from '../config/load.ts';
 import { openDatabase, type Db, type OpenOptions } from '../db/connect.ts';
 import { buildApp } from '../http/app.ts';
@@ -31,6 +32,7 @@ export function createContext(loaded: LoadedConfig, db: Db): AppContext {
     database: loaded.database,
     db,
     metrics: new Metrics(),
+    audit: AuditService.fromConfig(config),
     hosts: HostPolicy.fromConfig(loaded.paths.allowedHosts, config.SVC_ALLOWED_HOSTS, config.SVC_PUBLIC_URL),
     trustedProxies: config.SVC_TRUSTED_PROXIES.length > 0 ? addressList(config.SVC_TRUSTED_PROXIES) : null,
     lifecycle: new Lifecycle(),

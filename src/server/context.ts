@@ -1,6 +1,7 @@
 // The composition root's product: everything a request handler or a
 // background job may need, created once per process by server/compose.ts.
 import type { Server } from 'bun';
+import type { AuditService } from '../audit/service.ts';
 import type { Config, LoadedConfig, Source } from '../config/load.ts';
 import type { HomePaths } from '../config/home.ts';
 import type { SettingName } from '../config/settings.ts';
@@ -49,6 +50,7 @@ export interface AppContext {
   database: DatabaseTarget;
   db: Db;
   metrics: Metrics;
+  audit: AuditService;
   hosts: HostPolicy;
   trustedProxies: AddressList | null;
   lifecycle: Lifecycle;

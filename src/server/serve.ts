@@ -81,6 +81,14 @@ export async function serve(options: ServeOptions): Promise<number> {
     }
   }
 
+  try {
+    await ctx.audit.assertWritable(db);
+  } catch (e) {
+    process.stderr.write(`svc: audit chain: ${(e as Error).message}\n`);
+    await app.stop();
+    await db.close();
+    return 1;
+  }
   await startBackground(ctx, { baseUrl, workerIndex });
   const children = !isChild && workers > 1 ? superviseWorkers(workers - 1, host, app.server!.port!) : null;
   ctx.lifecycle.onShutdown('http', async () => {

@@ -1,0 +1,107 @@
+// What the audit chain MACs. Each row's row_hmac covers every field below
+// (user_id through its keyed digest, so anonymising a deleted user's id does
+// not break the chain) plus the predecessor's row_hmac; the chain state's MAC
+// covers the head, the prune point and the counts. Domain-separation
+// prefixes keep the three MACs from ever being confused with each other.
+import { createHash } from 'node:crypto';
+import { hmacHex } from '../lib/crypto.ts';
+import { sortedJson } from '../lib/sorted-json.ts';
+
+export const ROW_FORMAT = 1;
+
+/** The fields of an audit row as stored (columns of audit_log). */
+export interface AuditRow {
+  id: string;
+  occurred_at: string;
+  action: string;
+  target_type: string;
+  target_id: string;
+  result: string;
+  outcome: string;
+  event_id: string | null;
+  user_id: string | null;
+  actor_digest: string | null;
+  api_key_id: string | null;
+  project_id: string | null;
+  source_ip: string | null;
+  user_agent: string | null;
+  metadata: Record<string, unknown>;
+  prev_row_hmac: string | null;
+  row_hmac: string;
+  hmac_key_id: string;
+  chain_generation: string;
+}
+
+export function rowCanonical(row: Omit<AuditRow, 'row_hmac' | 'user_id'>): string {
+  return sortedJson({
+    v: ROW_FORMAT,
+    id: row.id,
+    occurred_at: row.occurred_at,
+    action: row.action,
+    target_type: row.target_type,
+    target_id: row.target_id,
+    result: row.result,
+    outcome: row.outcome,
+    event_id: row.event_id,
+    actor_digest: row.actor_digest,
+    api_key_id: row.api_key_id,
+    project_id: row.project_id,
+    source_ip: row.source_ip,
+    user_agent: row.user_agent,
+    metadata: row.metadata,
+    prev_row_hmac: row.prev_row_hmac,
+    hmac_key_id: row.hmac_key_id,
+    chain_generation: row.chain_generation,
+  });
+}
+
+export const rowHmac = (secret: string, row: Omit<AuditRow, 'row_hmac' | 'user_id'>): string =>
+  hmacHex(secret, `svc/audit-chain/row/v1\0${rowCanonical(row)}`);
+
+export const actorDigest = (secret: string, userId: string): string => hmacHex(secret, `svc/audit-chain/actor/v1\0${userId}`);
+
+/** The authenticated chain state, minus its MAC. */
+export interface ChainStatePayload {
+  format_version: number;
+  installation_id: string;
+  generation: string;
+  state_key_id: string;
+  head_row_hmac: string | null;
+  head_key_id: string | null;
+  head_occurred_at: string | null;
+  head_id: string | null;
+  prune_row_hmac: string | null;
+  prune_key_id: string | null;
+  prune_occurred_at: string | null;
+  prune_id: string | null;
+  active_row_count: number;
+  active_key_counts: Record<string, number>;
+  frozen_row_count: number;
+  frozen_snapshot_digest: string | null;
+}
+
+export const STATE_FORMAT = 1;
+
+export const stateMac = (secret: string, state: ChainStatePayload): string =>
+  hmacHex(secret, `svc/audit-chain/state/v1\0${sortedJson(state)}`);
+
+/** Running SHA-256 over frozen rows (earlier generations): each row is its
+ * stored content as sorted JSON, length-prefixed. */
+export class FrozenDigest {
+  private readonly hash = createHash('sha256').update('svc/audit-chain/frozen/v1\0');
+  count = 0;
+
+  add(row: AuditRow): void {
+    // user_id is left out: anonymising a deleted user must not alter evidence.
+    const { user_id: _, ...covered } = row;
+    const bytes = Buffer.from(sortedJson(covered), 'utf8');
+    const len = Buffer.alloc(8);
+    len.writeBigUInt64BE(BigInt(bytes.length));
+    this.hash.update(len).update(bytes);
+    this.count++;
+  }
+
+  digest(): string | null {
+    return this.count === 0 ? null : this.hash.digest('hex');
+  }
+}

@@ -1,0 +1,17 @@
+// JSON with object keys sorted at every level and no whitespace: the stable
+// text that service-side MACs (audit chain, audit webhook bodies) are
+// computed over. Values are plain JSON data; undefined members are dropped,
+// as JSON.stringify drops them.
+export function sortedJson(value: unknown): string {
+  if (value === null || typeof value !== 'object') {
+    const text = JSON.stringify(value);
+    if (text === undefined) throw new TypeError('value is not representable as JSON');
+    return text;
+  }
+  if (Array.isArray(value)) return `[${value.map((v) => (v === undefined ? 'null' : sortedJson(v))).join(',')}]`;
+  const entries = Object.keys(value)
+    .filter((k) => (value as Record<string, unknown>)[k] !== undefined)
+    .sort()
+    .map((k) => `${JSON.stringify(k)}:${sortedJson((value as Record<string, unknown>)[k])}`);
+  return `{${entries.join(',')}}`;
+}
