@@ -304,3 +304,17 @@ describe(`audit chain on ${testDialect()}`, () => {
     });
   });
 });
+
+test(`1,000 concurrent appends from two processes leave one unbroken chain (${testDialect()})`, async () => {
+  const url = svc.ctx.database.dialect === 'sqlite' ? `sqlite://${svc.ctx.database.path}` : svc.ctx.loaded.config.SVC_DATABASE_URL;
+  const env = { ...process.env, SVC_AUDIT_CHAIN_SECRET: svc.ctx.config.SVC_AUDIT_CHAIN_SECRET };
+  const procs = [0, 1].map(() =>
+    Bun.spawn([process.execPath, `${import.meta.dir}/../helpers/append-child.ts`, url, '500', '16'], { env, stdout: 'pipe', stderr: 'pipe' }),
+  );
+  const results = await Promise.all(procs.map(async (p) => ({ code: await p.exited, err: await new Response(p.stderr).text() })));
+  for (const r of results) expect(r).toEqual({ code: 0, err: '' });
+  const report = await verifyChain(svc.ctx.db, svc.ctx.audit.keyring);
+  expect(report).toMatchObject({ clean: true, rowsVerified: 1000, findings: [] });
+  const pids = await svc.ctx.db.all<{ n: number }>(sql`SELECT COUNT(DISTINCT target_id) AS n FROM audit_log`);
+  expect(Number(pids[0]!.n)).toBe(1000);
+}, 120_000);
