@@ -31,10 +31,22 @@ function isUsageError(e: unknown): boolean {
   return e instanceof Error && e.name === 'CACError';
 }
 
+/** `--opt -` means "read from stdin"; the argument parser would take the
+ * lone dash for a missing value, so pass it as `--opt=-`. */
+function joinStdinValues(args: string[]): string[] {
+  const out: string[] = [];
+  for (const a of args) {
+    const prev = out[out.length - 1];
+    if (a === '-' && prev?.startsWith('--') && !prev.includes('=')) out[out.length - 1] = `${prev}=-`;
+    else out.push(a);
+  }
+  return out;
+}
+
 /** Parses `args` (without the executable) and runs the matched action. */
 export async function run(cli: CAC, args: string[]): Promise<number> {
   try {
-    cli.parse(['svc', 'svc', ...args], { run: false });
+    cli.parse(['svc', 'svc', ...joinStdinValues(args)], { run: false });
     const { matchedCommand } = cli;
     if (cli.options.help || (cli.options.version && !matchedCommand)) return 0;
     if (!matchedCommand) {

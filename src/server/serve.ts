@@ -89,7 +89,7 @@ export async function serve(options: ServeOptions): Promise<number> {
     await db.close();
     return 1;
   }
-  await startBackground(ctx, { baseUrl, workerIndex });
+  await startBackground(ctx);
   const children = !isChild && workers > 1 ? superviseWorkers(workers - 1, host, app.server!.port!) : null;
   ctx.lifecycle.onShutdown('http', async () => {
     await app.stop(true);

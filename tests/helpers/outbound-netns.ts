@@ -13,7 +13,16 @@ import selfsigned from 'selfsigned';
 export const RECEIVER_HOSTNAME = 'hooks.svc-test.example';
 
 /** One request as the receiver saw it; `sni` is null without SNI, `remote` is the client address. */
-export type Seen = { port: number; method: string; path: string; host: string | null; sni: string | null; remote: string | null };
+export type Seen = {
+  port: number;
+  method: string;
+  path: string;
+  host: string | null;
+  sni: string | null;
+  remote: string | null;
+  headers: Record<string, string | string[] | undefined>;
+  body: string;
+};
 
 export type Receiver = {
   hostname: string;

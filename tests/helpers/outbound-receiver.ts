@@ -21,7 +21,16 @@ if (!address || !dir) {
   process.exit(2);
 }
 
-type Seen = { port: number; method: string; path: string; host: string | null; sni: string | null; remote: string | null };
+type Seen = {
+  port: number;
+  method: string;
+  path: string;
+  host: string | null;
+  sni: string | null;
+  remote: string | null;
+  headers: http.IncomingHttpHeaders;
+  body: string;
+};
 const seen: Seen[] = [];
 
 function handler(port: number) {
@@ -39,6 +48,8 @@ function handler(port: number) {
         host: req.headers.host ?? null,
         sni: typeof sni === 'string' ? sni : null,
         remote: req.socket.remoteAddress ?? null,
+        headers: req.headers,
+        body: Buffer.concat(chunks).toString('utf8'),
       };
       if (path === '/__log') {
         res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(seen));
@@ -67,7 +78,7 @@ function handler(port: number) {
           return;
         default:
           res.writeHead(200, { 'content-type': 'application/json', 'x-receiver': 'yes' }).end(
-            JSON.stringify({ ...entry, headers: req.headers, body: Buffer.concat(chunks).toString('utf8') }),
+            JSON.stringify(entry),
           );
       }
     });
