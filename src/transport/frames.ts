@@ -1,0 +1,63 @@
+// Frame vocabulary of z4j wire protocol v2 and the one signing rule both
+// directions share: hmac = hex HMAC-SHA256(project secret, canonical JSON of
+// the frame minus `hmac`, with agent_id/project_id/session_id set to the
+// session's bound strings). Binding those three in means a frame captured on
+// one session, agent or project never verifies on another.
+import { hmacHex } from '../lib/crypto.ts';
+import { MIN_SECRET_BYTES } from './credentials.ts';
+import { canonicalBytes, newJsonObject, type JsonObject, type JsonValue } from './json.ts';
+
+/** Frame field `v`; handshake payloads carry it as the string "2". */
+export const PROTOCOL_VERSION = 2;
+
+export const HANDSHAKE_TYPES = ['hello', 'hello_ack'] as const;
+/** Signed frames an agent may send (registry_delta and error are defined but unused by agents). */
+export const INBOUND_SIGNED_TYPES = [
+  'event_batch',
+  'heartbeat',
+  'agent_status',
+  'command_ack',
+  'command_result',
+  'registry_delta',
+  'error',
+] as const;
+/** Signed frames the server sends. */
+export const OUTBOUND_SIGNED_TYPES = ['command', 'event_batch_ack', 'error'] as const;
+
+export type HandshakeType = (typeof HANDSHAKE_TYPES)[number];
+export type InboundSignedType = (typeof INBOUND_SIGNED_TYPES)[number];
+export type OutboundSignedType = (typeof OUTBOUND_SIGNED_TYPES)[number];
+export type SignedFrameType = InboundSignedType | OutboundSignedType;
+
+const SIGNED_TYPES: ReadonlySet<string> = new Set<string>([...INBOUND_SIGNED_TYPES, ...OUTBOUND_SIGNED_TYPES]);
+export const isSignedType = (type: string): type is SignedFrameType => SIGNED_TYPES.has(type);
+export const isHandshakeType = (type: string): type is HandshakeType => type === 'hello' || type === 'hello_ack';
+
+/** The strings one session's frames are bound to, both directions. WS: the
+ * values sent in hello_ack; long-poll: the agent/project UUIDs and the
+ * X-Z4J-Session-Nonce header. Use canonical lowercase UUID strings. */
+export interface FrameBinding {
+  readonly agentId: string;
+  readonly projectId: string;
+  readonly sessionId: string;
+}
+
+export function assertSecret(secret: Uint8Array): void {
+  if (secret.length < MIN_SECRET_BYTES) throw new RangeError(`frame secret must be at least ${MIN_SECRET_BYTES} bytes`);
+}
+
+/** The object a frame's hmac covers. Unknown keys and nulls stay in: they are signed too. */
+export function signingEnvelope(frame: JsonObject, binding: FrameBinding): JsonObject {
+  const envelope = newJsonObject();
+  for (const key of Object.keys(frame)) {
+    if (key !== 'hmac') envelope[key] = frame[key] as JsonValue;
+  }
+  envelope.agent_id = binding.agentId;
+  envelope.project_id = binding.projectId;
+  envelope.session_id = binding.sessionId;
+  return envelope;
+}
+
+/** Lowercase hex HMAC-SHA256 of the frame's canonical envelope. */
+export const frameHmac = (secret: Uint8Array, frame: JsonObject, binding: FrameBinding): string =>
+  hmacHex(secret, canonicalBytes(signingEnvelope(frame, binding)));

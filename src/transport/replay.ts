@@ -1,0 +1,66 @@
+// Freshness and replay rules for signed frames, one guard per session and
+// direction (agent-protocol.md §2.5). The HMAC proves who sent a frame; this
+// proves it is new: ts within the skew window, seq strictly increasing, nonce
+// not seen recently. Checks run in z4j's order and nothing is committed unless
+// all pass, so a refused frame never consumes its seq or nonce.
+import { nowMicros } from '../lib/clock.ts';
+import { FrameError } from './errors.ts';
+import type { JsonObject } from './json.ts';
+import { parseFrameTimestamp } from './timestamp.ts';
+
+export const MAX_FRAME_TS_SKEW_SECONDS = 60;
+/** Longer than the skew window on both sides, so a frame at the edge cannot outlive its nonce. */
+export const MAX_NONCE_TRACK_SECONDS = 180;
+export const MAX_NONCE_ENTRIES = 4096;
+export const MIN_SEQ = 1n;
+
+export interface AcceptedStamp {
+  seq: bigint;
+  nonce: string;
+  ts: string;
+  tsMicros: number;
+}
+
+export class ReplayGuard {
+  private lastSeqValue = 0n;
+  // nonce -> receiver time it was accepted (µs); Map keeps insertion order,
+  // which is time order, so the oldest entries are at the front.
+  private readonly nonces = new Map<string, number>();
+
+  get lastSeq(): bigint {
+    return this.lastSeqValue;
+  }
+
+  /** Checks the stamp of a signed frame (already HMAC-verified) and records it; throws FrameError('replay'). */
+  accept(frame: JsonObject): AcceptedStamp {
+    const { seq, nonce, ts } = frame;
+    // z4j's isinstance(seq, int) would also let `true` through as 1; no agent
+    // sends that, and refusing it is the safer reading.
+    if (typeof seq !== 'bigint' || seq < MIN_SEQ) throw new FrameError('replay', 'frame envelope missing valid seq');
+    if (typeof nonce !== 'string' || nonce === '') throw new FrameError('replay', 'frame envelope missing nonce');
+    if (ts === undefined || ts === null) throw new FrameError('replay', 'frame envelope missing ts');
+    if (typeof ts !== 'string') throw new FrameError('replay', 'frame ts must be an ISO 8601 string');
+    const tsMicros = parseFrameTimestamp(ts);
+    if (tsMicros === null) throw new FrameError('replay', 'frame ts is not an ISO 8601 timestamp with an offset');
+    const now = nowMicros();
+    if (Math.abs(now - tsMicros) > MAX_FRAME_TS_SKEW_SECONDS * 1_000_000) {
+      throw new FrameError('replay', 'frame ts outside the skew window');
+    }
+    if (seq <= this.lastSeqValue) throw new FrameError('replay', 'frame seq not greater than the last accepted');
+    this.evictExpired(now);
+    if (this.nonces.has(nonce)) throw new FrameError('replay', 'frame nonce replayed');
+
+    this.lastSeqValue = seq;
+    this.nonces.set(nonce, now);
+    while (this.nonces.size > MAX_NONCE_ENTRIES) this.nonces.delete(this.nonces.keys().next().value as string);
+    return { seq, nonce, ts, tsMicros };
+  }
+
+  private evictExpired(now: number): void {
+    const cutoff = now - MAX_NONCE_TRACK_SECONDS * 1_000_000;
+    for (const [nonce, at] of this.nonces) {
+      if (at >= cutoff) return;
+      this.nonces.delete(nonce);
+    }
+  }
+}
