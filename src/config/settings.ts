@@ -168,6 +168,44 @@ export const SETTINGS = {
     max: 3600,
     description: 'Minimum gap between re-sends of one dispatched command; strictly below the window.',
   }),
+  SVC_AGENT_IP_ALLOWLIST: list({
+    description:
+      'When set, agent transports (long-poll routes, connect probe, WebSocket) accept only these addresses or CIDR ranges; others get 403 ip_denied before the token is read.',
+  }),
+  SVC_AGENT_STATUS_DISABLED: bool({
+    default: false,
+    description: 'Do not store agent_status samples (the agent health history); telemetry-loss warnings are still logged.',
+  }),
+  SVC_AGENT_OFFLINE_TIMEOUT_SECONDS: int({
+    default: 30,
+    min: 5,
+    max: 3600,
+    description: 'An online agent not heard from for this long is marked offline.',
+  }),
+  SVC_WS_MAX_FRAME_BYTES: int({
+    default: 1048576,
+    min: 8192,
+    max: 33554432,
+    description: 'Largest WebSocket frame accepted from an agent (close 4400 above); also sent in hello_ack.',
+  }),
+  SVC_WS_IDLE_TIMEOUT_SECONDS: int({
+    default: 90,
+    min: 15,
+    max: 3600,
+    description: 'A WebSocket agent that sends nothing for this long is disconnected (close 4408).',
+  }),
+  SVC_WS_PER_AGENT_CONCURRENCY_CAP: int({
+    default: 64,
+    min: 0,
+    max: 10000,
+    description: 'Distinct worker processes of one agent connected at once (close 4429 above); 0 turns the cap off.',
+  }),
+  SVC_SCHEDULE_FIRE_BUFFER_SECONDS: int({
+    default: 3600,
+    min: 60,
+    max: 604800,
+    description: 'How long a schedule.fire waits (buffered) for an online agent advertising its engine before it expires.',
+  }),
 } as const;
 
 export type SettingName = keyof typeof SETTINGS;

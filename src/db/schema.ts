@@ -3,11 +3,19 @@
 // `Executor.t`.
 import type { Dialect } from './connect.ts';
 import * as audit from '../audit/tables.ts';
+import * as auth from '../auth/tables.ts';
 import * as platform from '../platform/tables.ts';
+import * as projects from '../projects/tables.ts';
+import * as setup from '../setup/tables.ts';
+import * as users from '../users/tables.ts';
 
 const dual = {
   ...platform,
   ...audit,
+  ...users,
+  ...auth,
+  ...setup,
+  ...projects,
 };
 
 export type Tables = { [K in keyof typeof dual]: (typeof dual)[K]['sqlite'] };
