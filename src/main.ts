@@ -8,6 +8,7 @@ import { checkCommand, doctorCommand, statusCommand } from './cli/inspect.ts';
 import { out, program, run } from './cli/kit.ts';
 import { migrateGroup } from './cli/migrate.ts';
 import { tlsGroup } from './cli/tls.ts';
+import { bootstrapAdminCommand, changePasswordCommand, resetMfaCommand, resetSetupCommand } from './cli/users.ts';
 import { serve } from './server/serve.ts';
 import { VERSION } from './version.ts';
 
@@ -40,6 +41,22 @@ function topLevel() {
     out(VERSION);
     return 0;
   });
+  cli
+    .command('bootstrap-admin', 'create the first administrator and the default project (first boot only)')
+    .alias('createsuperuser')
+    .option('--email <email>', 'e-mail address of the administrator')
+    .option('--display-name <name>', 'their name')
+    .option('--password-stdin', 'read the password from standard input (required)')
+    .action(bootstrapAdminCommand);
+  cli
+    .command('changepassword <email>', "set a user's password (admin recovery); their sessions end")
+    .option('--password-stdin', 'read the new password from standard input (required)')
+    .action(changePasswordCommand);
+  cli.command('reset-mfa <email>', "clear a user's two-factor authentication (lost device)").action(resetMfaCommand);
+  cli
+    .command('reset-setup', 'delete pending first-boot setup tokens (only while no user exists)')
+    .option('--force', 'really do it')
+    .action(resetSetupCommand);
   cli
     .command('init', 'write $SVC_HOME/config.env with every tunable at its default')
     .option('--force', 'overwrite an existing file')

@@ -35,9 +35,6 @@ type Env = Record<string, string | undefined>;
 
 const isKnown = (key: string): key is SettingName => Object.hasOwn(SETTINGS, key);
 
-/** Keys that live in the environment but are not settings of the server. */
-export const NON_SETTING_KEYS = new Set(['SVC_HOME', 'SVC_BOOTSTRAP_ADMIN_EMAIL', 'SVC_BOOTSTRAP_ADMIN_PASSWORD']);
-
 /** Converts the text form of a setting into its typed value and checks it
  * against the declaration. Returns the value or throws ConfigError. */
 export function coerceSetting(name: SettingName, raw: string): unknown {

@@ -206,6 +206,70 @@ export const SETTINGS = {
     max: 604800,
     description: 'How long a schedule.fire waits (buffered) for an online agent advertising its engine before it expires.',
   }),
+
+  // --- identity and access ---------------------------------------------------------
+  SVC_PASSWORD_MIN_LENGTH: int({ default: 12, min: 8, max: 128, description: 'Shortest password accepted (at most 256).' }),
+  SVC_ARGON2_TIME_COST: int({ default: 3, min: 1, max: 10, description: 'argon2id passes per password hash.' }),
+  SVC_ARGON2_MEMORY_KIB: int({ default: 65536, min: 8192, max: 1048576, description: 'argon2id memory per password hash, in KiB.' }),
+  SVC_ARGON2_PARALLELISM: int({ default: 2, min: 1, max: 16, description: 'argon2id lanes per password hash.' }),
+  SVC_SESSION_ABSOLUTE_LIFETIME_SECONDS: int({
+    default: 604800,
+    min: 3600,
+    max: 31536000,
+    description: 'A browser session ends this long after login, whatever its use.',
+  }),
+  SVC_SESSION_REMEMBER_ME_LIFETIME_SECONDS: int({
+    default: 2592000,
+    min: 3600,
+    max: 31536000,
+    description: 'Lifetime of a "keep me signed in" session (no idle timeout).',
+  }),
+  SVC_SESSION_IDLE_TIMEOUT_SECONDS: int({
+    default: 1800,
+    min: 60,
+    max: 86400,
+    description: 'A session unused for this long ends (not for "keep me signed in").',
+  }),
+  SVC_SESSION_COOKIE_SAMESITE: oneOf(['lax', 'strict'] as const, { default: 'lax', description: 'SameSite attribute of the session cookie.' }),
+  SVC_LOGIN_LOCKOUT_THRESHOLD: int({
+    default: 10,
+    min: 3,
+    max: 100,
+    description: 'Consecutive failed logins that lock an account.',
+  }),
+  SVC_LOGIN_LOCKOUT_DURATION_SECONDS: int({ default: 900, min: 60, max: 86400, description: 'How long a locked account stays locked.' }),
+  SVC_LOGIN_MIN_DURATION_MS: int({
+    default: 300,
+    min: 0,
+    max: 2000,
+    description: 'Every login answer takes at least this long, so timing does not tell which accounts exist.',
+  }),
+  SVC_MFA_VERIFICATION_TTL_SECONDS: int({
+    default: 3600,
+    min: 60,
+    max: 86400,
+    description: 'How long an MFA verification counts as fresh for the routes that demand one.',
+  }),
+  SVC_MFA_RECOVERY_CODE_COUNT: int({ default: 10, min: 5, max: 50, description: 'Recovery codes issued at MFA enrolment.' }),
+  SVC_MFA_REMEMBER_DEVICE_DAYS: int({ default: 30, min: 1, max: 90, description: 'How long a remembered device skips the MFA step at login.' }),
+  SVC_FIRST_BOOT_TOKEN_TTL_SECONDS: int({
+    default: 900,
+    min: 60,
+    max: 86400,
+    description: 'Lifetime of the one-shot first-boot setup token (a new one is minted and printed when it runs out).',
+  }),
+  SVC_FIRST_BOOT_ATTEMPTS_PER_IP: int({
+    default: 30,
+    min: 1,
+    max: 100,
+    description: 'Failed setup completions one address may make in 15 minutes (counted from audit rows, across processes).',
+  }),
+  SVC_BOOTSTRAP_ADMIN_EMAIL: str({ description: 'With SVC_BOOTSTRAP_ADMIN_PASSWORD: create the first admin at start instead of the setup link.' }),
+  SVC_BOOTSTRAP_ADMIN_PASSWORD: str({ description: 'Password of the bootstrap admin (must pass the password policy).', secret: true }),
+  SVC_VERSION_CHECK_URL: str({
+    description: 'Release manifest for `svc upgrade` and the admin version check; empty turns the check off.',
+    maxLength: 2048,
+  }),
 } as const;
 
 export type SettingName = keyof typeof SETTINGS;

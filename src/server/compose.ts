@@ -1,6 +1,9 @@
 // Composition root: turns loaded settings into an AppContext and an app.
 // Every area's routes are listed here, in one place.
+import { activityRoutes } from '../activity/routes.ts';
+import { adminRoutes } from '../admin/routes.ts';
 import { AuditService } from '../audit/service.ts';
+import { authRoutes } from '../auth/routes.ts';
 import type { LoadedConfig } from '../config/load.ts';
 import { openDatabase, type Db, type OpenOptions } from '../db/connect.ts';
 import { buildApp } from '../http/app.ts';
@@ -11,6 +14,9 @@ import { addressList } from '../lib/net.ts';
 import { Metrics } from '../metrics/registry.ts';
 import { metricsRoutes } from '../metrics/routes.ts';
 import { openapiRoutes } from '../http/openapi.ts';
+import { projectRoutes } from '../projects/routes.ts';
+import { setupRoutes } from '../setup/routes.ts';
+import { userRoutes } from '../users/routes.ts';
 import { Lifecycle, type AppContext } from './context.ts';
 
 export function openConfiguredDatabase(loaded: LoadedConfig, overrides: OpenOptions = {}): Db {
@@ -44,7 +50,7 @@ export function createContext(loaded: LoadedConfig, db: Db): AppContext {
 }
 
 export function buildServiceApp(ctx: AppContext) {
-  return buildApp(ctx, [healthRoutes, metricsRoutes, openapiRoutes], {
+  return buildApp(ctx, [healthRoutes, metricsRoutes, openapiRoutes, setupRoutes, authRoutes, userRoutes, projectRoutes, activityRoutes, adminRoutes], {
     fallback: (_request, path) => dashboardResponse(path),
   });
 }

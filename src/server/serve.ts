@@ -10,6 +10,7 @@ import { MigrationError, upgrade } from '../db/migrate.ts';
 import { redactDatabaseUrl } from '../db/url.ts';
 import { logger, setLogLevel } from '../lib/log.ts';
 import { VERSION } from '../version.ts';
+import { announceSetup } from '../setup/announce.ts';
 import { startBackground } from './background.ts';
 import { buildServiceApp, createContext, openConfiguredDatabase } from './compose.ts';
 import { resolveTls } from './tls.ts';
@@ -101,6 +102,8 @@ export async function serve(options: ServeOptions): Promise<number> {
   if (!isChild) {
     process.stderr.write(`svc ${VERSION} serving ${baseUrl} (${workers} worker${workers === 1 ? '' : 's'}, data in ${loaded.paths.home})\n`);
     if (tls) process.stderr.write(`TLS certificate ${tls.certFile}\nSHA-256 fingerprint ${tls.fingerprint}\n`);
+    // Only the first process mints and prints the setup link (the token lives in the database).
+    await announceSetup(ctx, baseUrl);
   }
 
   return new Promise<number>((resolve) => {

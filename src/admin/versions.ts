@@ -1,0 +1,59 @@
+// Installed versions, and the comparison with the release manifest at
+// SVC_VERSION_CHECK_URL (fetched through the guarded client; nothing is
+// installed). The manifest is {"schema": 1, "packages": {"<name>": "<semver>"}}.
+import pkg from '../../package.json' with { type: 'json' };
+import { ApiError } from '../http/errors.ts';
+import { guardedFetch } from '../outbound/client.ts';
+import { nowMs } from '../lib/clock.ts';
+import { BUILD_COMMIT, PROTOCOL_VERSION, VERSION } from '../version.ts';
+
+export function installedVersions() {
+  const deps = pkg.dependencies as Record<string, string>;
+  return {
+    version: VERSION,
+    build_commit: BUILD_COMMIT,
+    dashboard_commit: BUILD_COMMIT,
+    agent_protocol: PROTOCOL_VERSION,
+    runtime: { bun: Bun.version },
+    packages: { svc: VERSION, ...Object.fromEntries(Object.entries(deps).map(([k, v]) => [k, v.replace(/^[^\d]*/, '')])) },
+  };
+}
+
+const cmp = (a: string, b: string): number => {
+  const pa = a.split(/[.-]/).map((x) => Number.parseInt(x, 10) || 0);
+  const pb = b.split(/[.-]/).map((x) => Number.parseInt(x, 10) || 0);
+  for (let i = 0; i < Math.max(pa.length, pb.length); i++) if ((pa[i] ?? 0) !== (pb[i] ?? 0)) return (pa[i] ?? 0) - (pb[i] ?? 0);
+  return 0;
+};
+
+export interface UpdateInfo {
+  name: string;
+  installed: string;
+  latest: string;
+}
+
+let cache: { at: number; url: string; result: { checked_at: string; updates: UpdateInfo[] } } | null = null;
+const CACHE_MS = 3600_000;
+
+export async function checkForUpdates(url: string, allowHttp: boolean): Promise<{ checked_at: string; cached: boolean; updates: UpdateInfo[] }> {
+  if (url === '') throw new ApiError(404, 'check_disabled', 'the version check is off (SVC_VERSION_CHECK_URL is empty)');
+  if (cache && cache.url === url && nowMs() - cache.at < CACHE_MS) return { ...cache.result, cached: true };
+  const res = await guardedFetch(url, { method: 'GET', headers: { accept: 'application/json' }, maxResponseBytes: 64 * 1024, timeoutMs: 10_000, allowHttp });
+  if (!res.ok) throw new ApiError(502, 'check_failed', `could not fetch the release manifest (${res.reason})`, { reason: res.reason });
+  if (res.status !== 200) throw new ApiError(502, 'check_failed', `the release manifest answered HTTP ${res.status}`);
+  let manifest: { packages?: Record<string, unknown> };
+  try {
+    manifest = JSON.parse(res.body);
+  } catch {
+    throw new ApiError(502, 'check_failed', 'the release manifest is not JSON');
+  }
+  const latest = manifest.packages && typeof manifest.packages === 'object' ? manifest.packages : {};
+  const installed = installedVersions().packages as Record<string, string>;
+  const updates = Object.entries(latest)
+    .filter((e): e is [string, string] => typeof e[1] === 'string' && /^\d+(\.\d+)*/.test(e[1]) && e[0] in installed)
+    .filter(([name, v]) => cmp(v, installed[name]!) > 0)
+    .map(([name, v]) => ({ name, installed: installed[name]!, latest: v }));
+  const result = { checked_at: new Date(nowMs()).toISOString(), updates };
+  cache = { at: nowMs(), url, result };
+  return { ...result, cached: false };
+}

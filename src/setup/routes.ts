@@ -1,0 +1,52 @@
+import { Type } from '@sinclair/typebox';
+import { Elysia } from 'elysia';
+import { actorOf } from '../auth/actor.ts';
+import { isSecureRequest, withCookies } from '../auth/cookies.ts';
+import { principalOf } from '../auth/principal.ts';
+import { unauthorized } from '../http/errors.ts';
+import type { AppContext } from '../server/context.ts';
+import { SETUP_CLOSED_HTML, setupPage } from './page.ts';
+import { completeSetup, setupOpen } from './service.ts';
+
+const html = (body: string, status: number, headers: Record<string, string> = {}) =>
+  new Response(body, { status, headers: { 'content-type': 'text/html; charset=utf-8', 'cache-control': 'no-store', 'referrer-policy': 'no-referrer', ...headers } });
+
+export const setupRoutes = (ctx: AppContext) =>
+  new Elysia({ detail: { tags: ['setup'] } })
+    .get(
+      '/setup',
+      async () => {
+        if (!(await setupOpen(ctx.db))) return html(SETUP_CLOSED_HTML, 404);
+        const page = setupPage();
+        return html(page.html, 200, { 'content-security-policy': page.csp });
+      },
+      { detail: { summary: 'First-boot setup form (404 once setup is complete)' } },
+    )
+    .get(
+      '/api/v1/setup/status',
+      async ({ request }) => {
+        if (await setupOpen(ctx.db)) return { first_boot: true };
+        if (!(await principalOf(ctx, request))) throw unauthorized();
+        return { first_boot: false };
+      },
+      { detail: { summary: 'Whether first-boot setup is open (anonymous callers get 401 once it is closed)' } },
+    )
+    .post(
+      '/api/v1/setup/complete',
+      async ({ request, body }) => {
+        const result = await completeSetup(ctx, body, actorOf(ctx, request, null));
+        return withCookies(201, { user: result.user, project: result.project }, result.session.cookies(isSecureRequest(ctx, request)));
+      },
+      {
+        body: Type.Object({
+          token: Type.String({ minLength: 10, maxLength: 200 }),
+          email: Type.String({ minLength: 3, maxLength: 320 }),
+          password: Type.String({ minLength: 1, maxLength: 1024 }),
+          display_name: Type.Optional(Type.String({ maxLength: 200 })),
+          first_name: Type.Optional(Type.String({ maxLength: 100 })),
+          last_name: Type.Optional(Type.String({ maxLength: 100 })),
+          timezone: Type.Optional(Type.String({ maxLength: 64 })),
+        }),
+        detail: { summary: 'Create the first administrator and the default project with the one-shot token; signs in' },
+      },
+    );
