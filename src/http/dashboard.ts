@@ -12,6 +12,7 @@ async function loadAssets(): Promise<AssetMap | null> {
   if (assets !== undefined) return assets;
   try {
     // Written by build.ts; absent when running from source without a build.
+    // @ts-ignore -- the module is generated, so it may not exist at type-check time
     assets = (await import('./dashboard-assets.gen.ts')).ASSETS as AssetMap;
   } catch {
     log.warn('dashboard assets not built; run `bun build.ts --web`');
