@@ -2,6 +2,7 @@
 // sessions, MFA; /api/v1/api-keys: own API keys. Browser sessions only
 // (API keys are refused on all of these).
 import { Type } from '@sinclair/typebox';
+import { Body } from '../http/schemas.ts';
 import { Elysia } from 'elysia';
 import { notFound, unauthorized } from '../http/errors.ts';
 import type { AppContext } from '../server/context.ts';
@@ -54,7 +55,7 @@ export const authRoutes = (ctx: AppContext) =>
         return withCookies(200, { user: toUserPublic(result.user), mfa_required: result.mfaRequired }, result.session.cookies(isSecureRequest(ctx, request)));
       },
       {
-        body: Type.Object({
+        body: Body({
           email: Type.String({ minLength: 1, maxLength: 320 }),
           password: Type.String({ minLength: 1, maxLength: 1024 }),
           remember_me: Type.Optional(Type.Boolean()),
@@ -81,7 +82,7 @@ export const authRoutes = (ctx: AppContext) =>
         return me(ctx, { ...who, user: { ...who.user, ...user } });
       },
       {
-        body: Type.Object({
+        body: Body({
           first_name: Type.Optional(Type.String({ maxLength: 100 })),
           last_name: Type.Optional(Type.String({ maxLength: 100 })),
           display_name: Type.Optional(Type.String({ maxLength: 200 })),
@@ -108,7 +109,7 @@ export const authRoutes = (ctx: AppContext) =>
         return withCookies(200, { user: toUserPublic(fresh) }, session.cookies(isSecureRequest(ctx, request)));
       },
       {
-        body: Type.Object({ current_password: Type.String({ minLength: 1, maxLength: 1024 }), new_password: Type.String({ minLength: 1, maxLength: 1024 }) }),
+        body: Body({ current_password: Type.String({ minLength: 1, maxLength: 1024 }), new_password: Type.String({ minLength: 1, maxLength: 1024 }) }),
         detail: { summary: 'Change your own password; every other session and remembered device ends' },
       },
     )
@@ -147,7 +148,7 @@ export const authRoutes = (ctx: AppContext) =>
         const who = await authorize(ctx, request);
         return completeEnrolment(ctx, who, body.code, actorOf(ctx, request, who));
       },
-      { body: Type.Object({ code: Code }), detail: { summary: 'Confirm enrolment with a code; returns the recovery codes once' } },
+      { body: Body({ code: Code }), detail: { summary: 'Confirm enrolment with a code; returns the recovery codes once' } },
     )
     .post(
       '/api/v1/auth/mfa/verify',
@@ -158,7 +159,7 @@ export const authRoutes = (ctx: AppContext) =>
         return withCookies(200, answer, trustCookie ? [trustCookie(isSecureRequest(ctx, request))] : []);
       },
       {
-        body: Type.Object({ code: Code, remember_device: Type.Optional(Type.Boolean()) }),
+        body: Body({ code: Code, remember_device: Type.Optional(Type.Boolean()) }),
         detail: { summary: 'Pass the login MFA step, or re-verify for routes that need a fresh verification' },
       },
     )
@@ -169,7 +170,7 @@ export const authRoutes = (ctx: AppContext) =>
         await disableMfa(ctx, who, body, actorOf(ctx, request, who));
         return { disabled: true };
       },
-      { body: Type.Object({ password: Type.String({ minLength: 1, maxLength: 1024 }), code: Code }) },
+      { body: Body({ password: Type.String({ minLength: 1, maxLength: 1024 }), code: Code }) },
     )
     .post('/api/v1/auth/mfa/recovery-codes/regenerate', async ({ request }) => {
       const who = await authorize(ctx, request, { freshMfa: true });
@@ -201,7 +202,7 @@ export const authRoutes = (ctx: AppContext) =>
         return key;
       },
       {
-        body: Type.Object({
+        body: Body({
           name: Type.String({ minLength: 1, maxLength: 200 }),
           scopes: Type.Array(Type.String({ maxLength: 64 }), { minItems: 1, maxItems: 32 }),
           project_id: Type.Optional(Type.String({ format: 'uuid' })),

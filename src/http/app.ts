@@ -29,7 +29,9 @@ export function bodyLimitFor(ctx: AppContext, path: string): number {
 }
 
 export function buildApp(ctx: AppContext, modules: RouteModule[], options: AppOptions = {}) {
-  const app = new Elysia({ normalize: true })
+  // normalize off: Elysia would strip unknown body fields before validation,
+  // hiding them from the closed schemas of http/schemas.ts.
+  const app = new Elysia({ normalize: false })
     .onRequest(({ request, set }) => {
       const requestId = requestIdOf(request);
       set.headers['x-request-id'] = requestId;

@@ -26,7 +26,7 @@ function ruleOf(schema: Record<string, unknown> | undefined, fallback: string): 
     if (maxLength !== undefined) return `must be a string of at most ${maxLength} characters`;
     if (minLength !== undefined) return `must be a string of at least ${minLength} characters`;
   }
-  return fallback.replace(/^Expected/, 'expected');
+  return fallback.charAt(0).toLowerCase() + fallback.slice(1);
 }
 
 export function validationFields(error: unknown): { location: string; path: string; message: string }[] {

@@ -1,6 +1,7 @@
 // /api/v1/projects: projects, memberships and invitations;
 // /api/v1/invitations: previewing and accepting an invitation (anonymous).
 import { Type } from '@sinclair/typebox';
+import { Body } from '../http/schemas.ts';
 import { Elysia, t } from 'elysia';
 import { actorOf } from '../auth/actor.ts';
 import { isSecureRequest, withCookies } from '../auth/cookies.ts';
@@ -52,7 +53,7 @@ export const projectRoutes = (ctx: AppContext) =>
         return createProject(ctx, body, actorOf(ctx, request, who));
       },
       {
-        body: Type.Object({
+        body: Body({
           slug: Type.String({ minLength: 2, maxLength: 63 }),
           name: Type.String({ minLength: 1, maxLength: 200 }),
           description: Type.Optional(Type.String({ maxLength: 2000 })),
@@ -70,7 +71,7 @@ export const projectRoutes = (ctx: AppContext) =>
       },
       {
         params: Slug,
-        body: Type.Object({ name: Type.Optional(Type.String({ minLength: 1, maxLength: 200 })), description: Type.Optional(Type.String({ maxLength: 2000 })) }),
+        body: Body({ name: Type.Optional(Type.String({ minLength: 1, maxLength: 200 })), description: Type.Optional(Type.String({ maxLength: 2000 })) }),
       },
     )
     .delete(
@@ -91,7 +92,7 @@ export const projectRoutes = (ctx: AppContext) =>
         set.status = 201;
         return addMember(ctx, who, params.slug, body, actorOf(ctx, request, who));
       },
-      { params: Slug, body: Type.Object({ user_id: Type.String({ format: 'uuid' }), role: RoleSchema }) },
+      { params: Slug, body: Body({ user_id: Type.String({ format: 'uuid' }), role: RoleSchema }) },
     )
     .patch(
       '/api/v1/projects/:slug/memberships/:id',
@@ -99,7 +100,7 @@ export const projectRoutes = (ctx: AppContext) =>
         const who = await authorize(ctx, request);
         return changeMemberRole(ctx, who, params.slug, params.id, body.role, actorOf(ctx, request, who));
       },
-      { params: t.Object({ slug: t.String({ maxLength: 63 }), id: t.String({ format: 'uuid' }) }), body: Type.Object({ role: RoleSchema }) },
+      { params: t.Object({ slug: t.String({ maxLength: 63 }), id: t.String({ format: 'uuid' }) }), body: Body({ role: RoleSchema }) },
     )
     .delete(
       '/api/v1/projects/:slug/memberships/:id',
@@ -122,7 +123,7 @@ export const projectRoutes = (ctx: AppContext) =>
       },
       {
         params: Slug,
-        body: Type.Object({
+        body: Body({
           email: Type.String({ minLength: 3, maxLength: 320 }),
           role: Type.Optional(RoleSchema),
           ttl_days: Type.Optional(Type.Integer({ minimum: 1, maximum: 30 })),
@@ -155,6 +156,8 @@ export const projectRoutes = (ctx: AppContext) =>
         const who = await principalOf(ctx, request);
         const { invitation } = await liveInvitation(ctx.db, ctx, body.token);
         if (who && who.via === 'session' && who.user.email === invitation.email) {
+          // Joining with a signed-in account is a session action: CSRF applies.
+          await authorize(ctx, request);
           const { project } = await ctx.db.tx((tx) => acceptInvitation(tx, ctx, body.token, who.user.id, actorOf(ctx, request, who)));
           return { user: toUserPublic(who.user), project_slug: project.slug, role: invitation.role };
         }
@@ -170,7 +173,7 @@ export const projectRoutes = (ctx: AppContext) =>
         return withCookies(201, { user: result.user, project_slug: result.project.slug, role: invitation.role as Role }, result.session.cookies(isSecureRequest(ctx, request)));
       },
       {
-        body: Type.Object({
+        body: Body({
           token: Type.String({ minLength: 10, maxLength: 200 }),
           password: Type.Optional(Type.String({ minLength: 1, maxLength: 1024 })),
           display_name: Type.Optional(Type.String({ maxLength: 200 })),

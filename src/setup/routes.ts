@@ -1,4 +1,5 @@
 import { Type } from '@sinclair/typebox';
+import { Body } from '../http/schemas.ts';
 import { Elysia } from 'elysia';
 import { actorOf } from '../auth/actor.ts';
 import { isSecureRequest, withCookies } from '../auth/cookies.ts';
@@ -38,7 +39,7 @@ export const setupRoutes = (ctx: AppContext) =>
         return withCookies(201, { user: result.user, project: result.project }, result.session.cookies(isSecureRequest(ctx, request)));
       },
       {
-        body: Type.Object({
+        body: Body({
           token: Type.String({ minLength: 10, maxLength: 200 }),
           email: Type.String({ minLength: 3, maxLength: 320 }),
           password: Type.String({ minLength: 1, maxLength: 1024 }),

@@ -2,6 +2,7 @@
 // GETs accept an API key (users:read scope, owner an administrator); every
 // mutation needs a browser session with a fresh MFA verification.
 import { Type } from '@sinclair/typebox';
+import { Body } from '../http/schemas.ts';
 import { Elysia, t } from 'elysia';
 import { actorOf } from '../auth/actor.ts';
 import { authorize } from '../auth/guards.ts';
@@ -40,7 +41,7 @@ export const userRoutes = (ctx: AppContext) =>
         return user;
       },
       {
-        body: Type.Object({
+        body: Body({
           email: Type.String({ minLength: 3, maxLength: 320 }),
           password: Type.String({ minLength: 1, maxLength: 1024 }),
           first_name: Type.Optional(Type.String({ maxLength: 100 })),
@@ -68,7 +69,7 @@ export const userRoutes = (ctx: AppContext) =>
           is_admin: Type.Optional(Type.Boolean()),
           is_active: Type.Optional(Type.Boolean()),
           timezone: Type.Optional(Type.String({ maxLength: 64 })),
-        }),
+        }, { additionalProperties: true }),
         detail: { summary: 'Change a user; 409 for self-demotion, self-deactivation or the last active administrator' },
       },
     )
@@ -81,7 +82,7 @@ export const userRoutes = (ctx: AppContext) =>
       },
       {
         params: Id,
-        body: Type.Object({ new_password: Type.String({ minLength: 1, maxLength: 1024 }) }),
+        body: Body({ new_password: Type.String({ minLength: 1, maxLength: 1024 }) }),
         detail: { summary: "Set a user's password; all of their sessions and remembered devices end" },
       },
     )

@@ -30,7 +30,7 @@ export class Browser {
     const headers: Record<string, string> = { 'user-agent': this.userAgent, ...opts.headers };
     if (this.cookies.size > 0) headers.cookie = [...this.cookies].map(([k, v]) => `${k}=${v}`).join('; ');
     const csrf = this.cookies.get('svc_csrf');
-    if (csrf && opts.csrf !== false && method !== 'GET') headers['x-csrf-token'] = csrf;
+    if (csrf && opts.csrf !== false && method !== 'GET') headers['x-csrf-token'] ??= csrf;
     const res = await this.svc.call<T>(method, path, { ...opts, headers });
     for (const line of res.headers.getSetCookie()) {
       const [pair, ...attrs] = line.split(';');

@@ -1,0 +1,198 @@
+// The role matrix: every identity route and the activity feed, called by
+// every kind of caller, in one table of expected statuses, plus things no
+// answer may contain. Routes that change or remove something get a fresh
+// target for each caller.
+import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
+import { sql } from 'drizzle-orm';
+import { testService, type CallOptions, type TestService } from '../helpers/app.ts';
+import { Browser, FAST_IDENTITY_ENV, STRONG_PASSWORD, mfaAdmin, userBrowser } from '../helpers/identity.ts';
+
+type Actor = 'anonymous' | 'viewer' | 'operator' | 'project_admin' | 'global_admin' | 'key_with_scope' | 'key_without_scope' | 'other_project';
+const ACTORS: Actor[] = ['anonymous', 'viewer', 'operator', 'project_admin', 'global_admin', 'key_with_scope', 'key_without_scope', 'other_project'];
+
+let svc: TestService;
+let admin: Browser;
+const browsers: Partial<Record<Actor, Browser>> = {};
+const keys: { with?: string; without?: string } = {};
+const secrets: string[] = [];
+let counter = 0;
+const uniq = () => `${++counter}-${crypto.randomUUID().slice(0, 6)}`;
+
+beforeAll(async () => {
+  svc = await testService({ env: FAST_IDENTITY_ENV });
+  admin = await mfaAdmin(svc);
+  browsers.global_admin = admin;
+  const member = async (email: string, role: string, slug = 'default') => {
+    const b = await userBrowser(admin, email);
+    expect((await admin.call('POST', `/api/v1/projects/${slug}/memberships`, { body: { user_id: b.id, role } })).status).toBe(201);
+    return b;
+  };
+  browsers.viewer = await member('viewer@example.com', 'viewer');
+  browsers.operator = await member('operator@example.com', 'operator');
+  browsers.project_admin = await member('padmin@example.com', 'admin');
+  expect((await admin.call('POST', '/api/v1/projects', { body: { slug: 'elsewhere', name: 'Elsewhere' } })).status).toBe(201);
+  browsers.other_project = await member('other@example.com', 'admin', 'elsewhere');
+  keys.with = (await admin.call('POST', '/api/v1/api-keys', { body: { name: 'all', scopes: ['admin:*'] } })).body.token;
+  keys.without = (await admin.call('POST', '/api/v1/api-keys', { body: { name: 'narrow', scopes: ['tasks:read'] } })).body.token;
+  secrets.push(keys.with!, keys.without!, STRONG_PASSWORD, svc.ctx.config.SVC_SECRET, svc.ctx.config.SVC_AUDIT_CHAIN_SECRET, svc.ctx.config.SVC_METRICS_AUTH_TOKEN);
+  for (const b of Object.values(browsers)) secrets.push(b!.cookies.get('svc_session')!);
+  // Some activity in every scope.
+  await svc.ctx.audit.record(svc.ctx.db, { action: 'test.service_wide', source_ip: '203.0.113.9' });
+});
+afterAll(() => svc.close());
+
+async function call(actor: Actor, method: string, path: string, opts: CallOptions = {}) {
+  if (actor === 'anonymous') return svc.call(method, path, opts);
+  if (actor === 'key_with_scope' || actor === 'key_without_scope') {
+    return svc.call(method, path, { ...opts, headers: { authorization: `Bearer ${actor === 'key_with_scope' ? keys.with : keys.without}`, ...opts.headers } });
+  }
+  return browsers[actor]!.call(method, path, opts);
+}
+
+// Fresh targets for destructive routes.
+const newUser = async () => (await admin.call('POST', '/api/v1/users', { body: { email: `u${uniq()}@example.com`, password: STRONG_PASSWORD } })).body.id as string;
+const newProject = async () => {
+  const slug = `p${uniq()}`.toLowerCase();
+  await admin.call('POST', '/api/v1/projects', { body: { slug, name: slug } });
+  return slug;
+};
+const newMembership = async () => {
+  const user = await newUser();
+  return (await admin.call('POST', '/api/v1/projects/default/memberships', { body: { user_id: user, role: 'viewer' } })).body.id as string;
+};
+const newInvitation = async () => (await admin.call('POST', '/api/v1/projects/default/invitations', { body: { email: `i${uniq()}@example.com` } })).body;
+
+/** Expected status for each caller; omitted callers use `rest`. */
+type Expect = Partial<Record<Actor, number>> & { rest: number };
+interface Row {
+  name: string;
+  request: () => Promise<{ method: string; path: string; opts?: CallOptions }>;
+  expect: Expect;
+}
+
+const onlyGlobalAdmin = (ok: number, keyOk = 403): Expect => ({ anonymous: 401, global_admin: ok, key_with_scope: keyOk, rest: 403 });
+const projectRead: Expect = { anonymous: 401, other_project: 404, key_without_scope: 403, rest: 200 };
+const projectAdmin = (ok: number): Expect => ({ anonymous: 401, viewer: 403, operator: 403, other_project: 404, project_admin: ok, global_admin: ok, rest: 403 });
+const anySession = (ok = 200): Expect => ({ anonymous: 401, key_with_scope: 403, key_without_scope: 403, rest: ok });
+
+const ROWS: Row[] = [
+  // users
+  { name: 'GET /users', request: async () => ({ method: 'GET', path: '/api/v1/users' }), expect: onlyGlobalAdmin(200, 200) },
+  { name: 'GET /users/{id}', request: async () => ({ method: 'GET', path: `/api/v1/users/${await newUser()}` }), expect: onlyGlobalAdmin(200, 200) },
+  {
+    name: 'POST /users',
+    request: async () => ({ method: 'POST', path: '/api/v1/users', opts: { body: { email: `n${uniq()}@example.com`, password: STRONG_PASSWORD } } }),
+    expect: onlyGlobalAdmin(201),
+  },
+  { name: 'PATCH /users/{id}', request: async () => ({ method: 'PATCH', path: `/api/v1/users/${await newUser()}`, opts: { body: { display_name: 'X' } } }), expect: onlyGlobalAdmin(200) },
+  {
+    name: 'POST /users/{id}/password',
+    request: async () => ({ method: 'POST', path: `/api/v1/users/${await newUser()}/password`, opts: { body: { new_password: 'Yet-Another-Pass-42' } } }),
+    expect: onlyGlobalAdmin(200),
+  },
+  { name: 'DELETE /users/{id}', request: async () => ({ method: 'DELETE', path: `/api/v1/users/${await newUser()}` }), expect: onlyGlobalAdmin(200) },
+  // admin
+  { name: 'GET /admin/settings', request: async () => ({ method: 'GET', path: '/api/v1/admin/settings' }), expect: onlyGlobalAdmin(200) },
+  { name: 'GET /admin/system/versions', request: async () => ({ method: 'GET', path: '/api/v1/admin/system/versions' }), expect: onlyGlobalAdmin(200) },
+  { name: 'POST /admin/system/versions/check', request: async () => ({ method: 'POST', path: '/api/v1/admin/system/versions/check' }), expect: onlyGlobalAdmin(404) },
+  // projects
+  { name: 'GET /projects', request: async () => ({ method: 'GET', path: '/api/v1/projects' }), expect: { anonymous: 401, key_without_scope: 403, rest: 200 } },
+  {
+    name: 'POST /projects',
+    request: async () => ({ method: 'POST', path: '/api/v1/projects', opts: { body: { slug: `q${uniq()}`.toLowerCase(), name: 'Q' } } }),
+    expect: onlyGlobalAdmin(201),
+  },
+  { name: 'GET /projects/{slug}', request: async () => ({ method: 'GET', path: '/api/v1/projects/default' }), expect: projectRead },
+  { name: 'PATCH /projects/{slug}', request: async () => ({ method: 'PATCH', path: '/api/v1/projects/default', opts: { body: { description: 'd' } } }), expect: { ...projectAdmin(200), key_with_scope: 403, key_without_scope: 403 } },
+  { name: 'DELETE /projects/{slug}', request: async () => ({ method: 'DELETE', path: `/api/v1/projects/${await newProject()}` }), expect: onlyGlobalAdmin(200) },
+  // memberships
+  { name: 'GET /projects/{slug}/memberships', request: async () => ({ method: 'GET', path: '/api/v1/projects/default/memberships' }), expect: { ...projectAdmin(200), key_with_scope: 403, key_without_scope: 403 } },
+  {
+    name: 'POST /projects/{slug}/memberships',
+    request: async () => ({ method: 'POST', path: '/api/v1/projects/default/memberships', opts: { body: { user_id: await newUser(), role: 'viewer' } } }),
+    expect: { ...projectAdmin(201), key_with_scope: 403, key_without_scope: 403 },
+  },
+  {
+    name: 'PATCH /projects/{slug}/memberships/{id}',
+    request: async () => ({ method: 'PATCH', path: `/api/v1/projects/default/memberships/${await newMembership()}`, opts: { body: { role: 'operator' } } }),
+    expect: { ...projectAdmin(200), key_with_scope: 403, key_without_scope: 403 },
+  },
+  {
+    name: 'DELETE /projects/{slug}/memberships/{id}',
+    request: async () => ({ method: 'DELETE', path: `/api/v1/projects/default/memberships/${await newMembership()}` }),
+    expect: { ...projectAdmin(200), key_with_scope: 403, key_without_scope: 403 },
+  },
+  // invitations
+  { name: 'GET /projects/{slug}/invitations', request: async () => ({ method: 'GET', path: '/api/v1/projects/default/invitations' }), expect: { ...projectAdmin(200), key_with_scope: 403, key_without_scope: 403 } },
+  {
+    name: 'POST /projects/{slug}/invitations',
+    request: async () => ({ method: 'POST', path: '/api/v1/projects/default/invitations', opts: { body: { email: `v${uniq()}@example.com` } } }),
+    expect: { ...projectAdmin(201), key_with_scope: 403, key_without_scope: 403 },
+  },
+  {
+    name: 'DELETE /projects/{slug}/invitations/{id}',
+    request: async () => ({ method: 'DELETE', path: `/api/v1/projects/default/invitations/${(await newInvitation()).invitation.id}` }),
+    expect: { ...projectAdmin(200), key_with_scope: 403, key_without_scope: 403 },
+  },
+  { name: 'GET /invitations/preview', request: async () => ({ method: 'GET', path: `/api/v1/invitations/preview?token=${(await newInvitation()).token}` }), expect: { rest: 200 } },
+  // own account
+  { name: 'GET /auth/me', request: async () => ({ method: 'GET', path: '/api/v1/auth/me' }), expect: anySession() },
+  { name: 'GET /auth/sessions', request: async () => ({ method: 'GET', path: '/api/v1/auth/sessions' }), expect: anySession() },
+  { name: 'GET /auth/mfa/status', request: async () => ({ method: 'GET', path: '/api/v1/auth/mfa/status' }), expect: anySession() },
+  { name: 'GET /auth/mfa/trusted-devices', request: async () => ({ method: 'GET', path: '/api/v1/auth/mfa/trusted-devices' }), expect: anySession() },
+  { name: 'GET /api-keys', request: async () => ({ method: 'GET', path: '/api/v1/api-keys' }), expect: anySession() },
+  { name: 'GET /api-keys/scopes', request: async () => ({ method: 'GET', path: '/api/v1/api-keys/scopes' }), expect: anySession() },
+  { name: 'GET /setup/status', request: async () => ({ method: 'GET', path: '/api/v1/setup/status' }), expect: { anonymous: 401, key_without_scope: 200, rest: 200 } },
+  // activity
+  { name: 'GET /activity', request: async () => ({ method: 'GET', path: '/api/v1/activity?limit=200' }), expect: anySession() },
+];
+
+describe('role matrix', () => {
+  for (const row of ROWS) {
+    test(row.name, async () => {
+      const got: Record<string, number> = {};
+      const want: Record<string, number> = {};
+      for (const actor of ACTORS) {
+        const { method, path, opts } = await row.request();
+        const res = await call(actor, method, path, opts);
+        got[actor] = res.status;
+        want[actor] = row.expect[actor] ?? row.expect.rest;
+        // Things no answer may ever contain.
+        for (const s of secrets) expect(res.text.includes(s)).toBe(false);
+        expect(res.text).not.toMatch(/\$argon2id\$|token_hash|password_hash|mfa_secret|csrf_token/);
+        if (res.status >= 400) expect(Object.keys(res.body)).toEqual(expect.arrayContaining(['error', 'message', 'details']));
+      }
+      expect(got).toEqual(want);
+    });
+  }
+});
+
+describe('what each caller sees', () => {
+  test('activity: admins see every row with source_ip; members see only their projects and never source_ip; others nothing of ours', async () => {
+    const adminFeed = (await call('global_admin', 'GET', '/api/v1/activity?limit=200')).body.items;
+    expect(adminFeed.some((i: any) => i.action === 'test.service_wide' && i.source_ip === '203.0.113.9')).toBe(true);
+    for (const actor of ['viewer', 'operator', 'project_admin'] as const) {
+      const items = (await call(actor, 'GET', '/api/v1/activity?limit=200')).body.items;
+      expect(items.length).toBeGreaterThan(0);
+      expect(items.every((i: any) => i.project_slug === 'default' && i.source_ip === null)).toBe(true);
+    }
+    const other = (await call('other_project', 'GET', '/api/v1/activity?limit=200')).body.items;
+    expect(other.every((i: any) => i.project_slug === 'elsewhere')).toBe(true);
+    expect((await call('viewer', 'GET', '/api/v1/activity?project_slug=elsewhere')).body.items).toEqual([]);
+    expect((await call('viewer', 'GET', '/api/v1/activity?project_slug=no-such-project')).body.items).toEqual([]);
+  });
+
+  test('user and member lists expose no secrets or hashes', async () => {
+    const stored = await svc.ctx.db.all<{ password_hash: string }>(sql`SELECT password_hash FROM users`);
+    const users = (await call('global_admin', 'GET', '/api/v1/users?limit=500')).text;
+    const members = (await call('global_admin', 'GET', '/api/v1/projects/default/memberships')).text;
+    for (const { password_hash } of stored) {
+      expect(users).not.toContain(password_hash);
+      expect(members).not.toContain(password_hash);
+    }
+    const keysList = (await call('global_admin', 'GET', '/api/v1/api-keys')).body;
+    expect(keysList.every((k: any) => !('token' in k) && !('token_hash' in k))).toBe(true);
+    const settings = (await call('global_admin', 'GET', '/api/v1/admin/settings')).body.settings;
+    expect(settings.find((s: any) => s.name === 'SVC_SECRET').value).toBe('***');
+  });
+});
