@@ -6,7 +6,7 @@ import { Browser, FAST_IDENTITY_ENV, mfaAdmin, userBrowser } from '../helpers/id
 
 let svc: TestService;
 let admin: Browser;
-let member: Browser;
+let member: Browser & { id: string };
 let loner: Browser;
 let defaultId: string;
 let otherId: string;
