@@ -32,27 +32,24 @@ export interface AuditRow {
   chain_generation: string;
 }
 
+// Plain printable ASCII without quote or backslash needs no escaping: most
+// fields (ids, hashes, timestamps, action names) quote by concatenation,
+// several times faster than JSON.stringify on strings read from the database.
+const PLAIN = /^[\x20\x21\x23-\x5b\x5d-\x7e]*$/;
+const j = (s: string | null): string => (s === null ? 'null' : PLAIN.test(s) ? `"${s}"` : JSON.stringify(s));
+
+/** Sorted-key JSON of the covered fields, the same text sortedJson() gives.
+ * Written out by hand (the keys are fixed and already in sorted order):
+ * verification runs this for every row. */
 export function rowCanonical(row: Omit<AuditRow, 'row_hmac' | 'user_id'>): string {
-  return sortedJson({
-    v: ROW_FORMAT,
-    id: row.id,
-    occurred_at: row.occurred_at,
-    action: row.action,
-    target_type: row.target_type,
-    target_id: row.target_id,
-    result: row.result,
-    outcome: row.outcome,
-    event_id: row.event_id,
-    actor_digest: row.actor_digest,
-    api_key_id: row.api_key_id,
-    project_id: row.project_id,
-    source_ip: row.source_ip,
-    user_agent: row.user_agent,
-    metadata: row.metadata,
-    prev_row_hmac: row.prev_row_hmac,
-    hmac_key_id: row.hmac_key_id,
-    chain_generation: row.chain_generation,
-  });
+  return (
+    `{"action":${j(row.action)},"actor_digest":${j(row.actor_digest)},"api_key_id":${j(row.api_key_id)}` +
+    `,"chain_generation":${j(row.chain_generation)},"event_id":${j(row.event_id)},"hmac_key_id":${j(row.hmac_key_id)}` +
+    `,"id":${j(row.id)},"metadata":${sortedJson(row.metadata)},"occurred_at":${j(row.occurred_at)},"outcome":${j(row.outcome)}` +
+    `,"prev_row_hmac":${j(row.prev_row_hmac)},"project_id":${j(row.project_id)},"result":${j(row.result)}` +
+    `,"source_ip":${j(row.source_ip)},"target_id":${j(row.target_id)},"target_type":${j(row.target_type)}` +
+    `,"user_agent":${j(row.user_agent)},"v":${ROW_FORMAT}}`
+  );
 }
 
 export const rowHmac = (secret: string, row: Omit<AuditRow, 'row_hmac' | 'user_id'>): string =>

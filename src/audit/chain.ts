@@ -36,9 +36,9 @@ const cut = (s: string | null | undefined, n: number): string | null => (s == nu
 export function rowProblem(row: AuditRow, keyring: Keyring): string | null {
   const key = keyring.get(row.hmac_key_id);
   if (!key) return `signed with key ${row.hmac_key_id.slice(0, 12)}…, which is not configured`;
-  const { row_hmac, user_id, ...unsigned } = row;
-  if (!safeEqual(rowHmac(key.secret, unsigned), row_hmac)) return 'contents do not match its row_hmac (the row was altered)';
-  if (user_id !== null && (row.actor_digest === null || !safeEqual(actorDigest(key.secret, user_id), row.actor_digest))) {
+  // rowHmac reads only the covered fields, so the row goes in as it is.
+  if (!safeEqual(rowHmac(key.secret, row), row.row_hmac)) return 'contents do not match its row_hmac (the row was altered)';
+  if (row.user_id !== null && (row.actor_digest === null || !safeEqual(actorDigest(key.secret, row.user_id), row.actor_digest))) {
     return 'user_id does not match the signed actor';
   }
   return null;

@@ -1,5 +1,5 @@
 // Queries of the audit tables, for both dialects.
-import { and, asc, eq, gt, ne, or, sql } from 'drizzle-orm';
+import { sql } from 'drizzle-orm';
 import type { Executor } from '../db/connect.ts';
 import type { AuditRow, ChainStatePayload } from './canonical.ts';
 
@@ -16,22 +16,83 @@ export async function lockChain(ex: Executor): Promise<void> {
   if (ex.dialect === 'postgres') await ex.run(sql`SELECT pg_advisory_xact_lock(${PG_AUDIT_LOCK})`);
 }
 
+// The append path (loadState, insertRow, saveState) is raw SQL: every
+// privileged action pays for it, and the query builder costs several times
+// more than the statements themselves (docs/benchmarks.md).
+
+const STATE_COLUMNS = [
+  'format_version',
+  'installation_id',
+  'generation',
+  'state_key_id',
+  'head_row_hmac',
+  'head_key_id',
+  'head_occurred_at',
+  'head_id',
+  'prune_row_hmac',
+  'prune_key_id',
+  'prune_occurred_at',
+  'prune_id',
+  'active_row_count',
+  'active_key_counts',
+  'frozen_row_count',
+  'frozen_snapshot_digest',
+  'state_mac',
+] as const;
+
+/** A JSON value as a statement parameter: text for SQLite, jsonb for PostgreSQL. */
+const jsonParam = (ex: Executor, value: unknown) =>
+  ex.dialect === 'postgres' ? sql`CAST(${JSON.stringify(value)} AS jsonb)` : sql`${JSON.stringify(value)}`;
+
+const parsed = <T>(v: unknown): T => (typeof v === 'string' ? JSON.parse(v) : v) as T;
+
 export async function loadState(ex: Executor): Promise<StoredState | null> {
-  const t = ex.t.auditChainState;
-  const [row] = await ex.q.select().from(t).where(eq(t.singleton_id, STATE_ID));
+  const [row] = await ex.all<Record<string, unknown>>(
+    sql`SELECT ${sql.raw(STATE_COLUMNS.join(', '))} FROM audit_chain_state WHERE singleton_id = ${STATE_ID}`,
+  );
   if (!row) return null;
-  const { singleton_id: _id, updated_at: _at, ...state } = row;
-  return { ...state, active_row_count: Number(state.active_row_count), frozen_row_count: Number(state.frozen_row_count) };
+  return {
+    ...(row as unknown as StoredState),
+    active_row_count: Number(row.active_row_count),
+    frozen_row_count: Number(row.frozen_row_count),
+    active_key_counts: parsed<Record<string, number>>(row.active_key_counts),
+  };
 }
 
 export async function saveState(ex: Executor, state: StoredState, updatedAt: string): Promise<void> {
-  const t = ex.t.auditChainState;
-  const values = { ...state, singleton_id: STATE_ID, updated_at: updatedAt };
-  await ex.q.insert(t).values(values).onConflictDoUpdate({ target: t.singleton_id, set: values });
+  const values = STATE_COLUMNS.map((c) => (c === 'active_key_counts' ? jsonParam(ex, state[c]) : sql`${state[c]}`));
+  const names = sql.raw(`singleton_id, ${STATE_COLUMNS.join(', ')}, updated_at`);
+  const updates = sql.raw([...STATE_COLUMNS, 'updated_at'].map((c) => `${c} = excluded.${c}`).join(', '));
+  await ex.run(
+    sql`INSERT INTO audit_chain_state (${names}) VALUES (${STATE_ID}, ${sql.join(values, sql`, `)}, ${updatedAt}) ON CONFLICT (singleton_id) DO UPDATE SET ${updates}`,
+  );
 }
 
+const ROW_COLUMNS = [
+  'id',
+  'occurred_at',
+  'action',
+  'target_type',
+  'target_id',
+  'result',
+  'outcome',
+  'event_id',
+  'user_id',
+  'actor_digest',
+  'api_key_id',
+  'project_id',
+  'source_ip',
+  'user_agent',
+  'metadata',
+  'prev_row_hmac',
+  'row_hmac',
+  'hmac_key_id',
+  'chain_generation',
+] as const;
+
 export async function insertRow(ex: Executor, row: AuditRow): Promise<void> {
-  await ex.q.insert(ex.t.auditLog).values(row);
+  const values = ROW_COLUMNS.map((c) => (c === 'metadata' ? jsonParam(ex, row.metadata) : sql`${row[c]}`));
+  await ex.run(sql`INSERT INTO audit_log (${sql.raw(ROW_COLUMNS.join(', '))}) VALUES (${sql.join(values, sql`, `)})`);
 }
 
 export async function countRows(ex: Executor): Promise<number> {
@@ -39,33 +100,33 @@ export async function countRows(ex: Executor): Promise<number> {
   return Number(r!.n);
 }
 
-const rowOf = (r: AuditRow): AuditRow => r;
+const COLUMNS = sql.raw(ROW_COLUMNS.join(', '));
 
 /** Rows after the (occurred_at, id) cursor, oldest first; `generation`
- * selects the active chain (`=`) or everything else, the frozen rows (`!=`). */
+ * selects the active chain (`=`) or everything else, the frozen rows (`!=`).
+ * Raw SQL without the query builder's row mapping: verification reads every
+ * row through here. The row-value comparison walks the (occurred_at, id) index. */
 export async function rowsAfter(
   ex: Executor,
   generation: { is: string } | { not: string },
   after: { occurred_at: string; id: string } | null,
   limit: number,
 ): Promise<AuditRow[]> {
-  const t = ex.t.auditLog;
-  const gen = 'is' in generation ? eq(t.chain_generation, generation.is) : ne(t.chain_generation, generation.not);
-  const cursor = after ? or(gt(t.occurred_at, after.occurred_at), and(eq(t.occurred_at, after.occurred_at), gt(t.id, after.id))) : undefined;
-  const rows = await ex.q
-    .select()
-    .from(t)
-    .where(cursor ? and(gen, cursor) : gen)
-    .orderBy(asc(t.occurred_at), asc(t.id))
-    .limit(limit);
-  return rows.map(rowOf);
+  const gen = 'is' in generation ? sql`chain_generation = ${generation.is}` : sql`chain_generation <> ${generation.not}`;
+  const cursor = after ? sql` AND (occurred_at, id) > (${after.occurred_at}, ${after.id})` : sql``;
+  const rows = await ex.all<AuditRow & { metadata: unknown }>(
+    sql`SELECT ${COLUMNS} FROM audit_log WHERE ${gen}${cursor} ORDER BY occurred_at, id LIMIT ${limit}`,
+  );
+  // SQLite hands JSON back as text; PostgreSQL's jsonb arrives parsed.
+  for (const r of rows) if (typeof r.metadata === 'string') r.metadata = JSON.parse(r.metadata);
+  return rows;
 }
 
 /** Every row of the generation selection, oldest first, a page at a time. */
 export async function* eachRow(
   ex: Executor,
   generation: { is: string } | { not: string },
-  pageSize = 1000,
+  pageSize = 5000,
   afterPage?: (rowsSoFar: number) => Promise<void> | void,
 ): AsyncGenerator<AuditRow> {
   let last: AuditRow | null = null;

@@ -110,9 +110,23 @@ function openSqlite(target: Extract<DatabaseTarget, { dialect: 'sqlite' }>, opti
   const t = tablesFor('sqlite');
   const writerQ = drizzleSqlite(writerConn);
   const readerQ = drizzleSqlite(readerConn);
-  const rawOn = (q: Q) => async (query: SQL) => q.all(query) as unknown[];
-  const reader = executor('sqlite', readerQ, t, rawOn(readerQ));
-  const writer = executor('sqlite', writerQ, t, rawOn(writerQ));
+  // Raw SQL runs through prepared statements cached per connection: the hot
+  // paths (audit appends, frame ingest) repeat the same few statements.
+  const compiler = (writerQ as unknown as { dialect: { sqlToQuery(q: SQL): { sql: string; params: unknown[] } } }).dialect;
+  const rawOn = (conn: Database) => {
+    const cache = new Map<string, ReturnType<Database['prepare']>>();
+    return async (query: SQL) => {
+      const { sql: text, params } = compiler.sqlToQuery(query);
+      let statement = cache.get(text);
+      if (!statement) {
+        if (cache.size >= 256) cache.delete(cache.keys().next().value!);
+        cache.set(text, (statement = conn.prepare(text)));
+      }
+      return statement.all(...(params as never[])) as unknown[];
+    };
+  };
+  const reader = executor('sqlite', readerQ, t, rawOn(readerConn));
+  const writer = executor('sqlite', writerQ, t, rawOn(writerConn));
   const lock = new Mutex();
   return {
     ...reader,

@@ -6,18 +6,33 @@ export function hmacSha256(key: string | Uint8Array, message: string | Uint8Arra
   return createHmac('sha256', key).update(message).digest();
 }
 
-export const hmacHex = (key: string | Uint8Array, message: string | Uint8Array): string =>
-  hmacSha256(key, message).toString('hex');
+// Keyed hashers for the few long-lived keys (master secrets, the audit chain
+// key): copying one skips the key setup each HMAC would otherwise repeat.
+const keyed = new Map<string, Bun.CryptoHasher>();
+
+/** Hex HMAC-SHA256 (Bun's native hasher: about twice as fast as node:crypto's). */
+export function hmacHex(key: string | Uint8Array, message: string | Uint8Array): string {
+  if (typeof key !== 'string') return new Bun.CryptoHasher('sha256', key).update(message).digest('hex');
+  let base = keyed.get(key);
+  if (!base) {
+    if (keyed.size >= 64) keyed.delete(keyed.keys().next().value!);
+    keyed.set(key, (base = new Bun.CryptoHasher('sha256', key)));
+  }
+  return base.copy().update(message).digest('hex');
+}
 
 export const sha256Hex = (data: string | Uint8Array): string => createHash('sha256').update(data).digest('hex');
 
 /** URL-safe base64 without padding of `bytes` random bytes (Python's token_urlsafe). */
 export const randomToken = (bytes = 32): string => randomBytes(bytes).toString('base64url');
 
-/** Constant-time equality of two strings; differing lengths compare unequal
- * after hashing both sides so the length itself is not timed. */
+/** Constant-time equality of two strings. Equal lengths (the usual case:
+ * MACs and tokens have fixed, public lengths) compare the bytes directly;
+ * otherwise both sides are hashed first so the comparison time says nothing. */
 export function safeEqual(a: string, b: string): boolean {
-  const ha = createHash('sha256').update(a).digest();
-  const hb = createHash('sha256').update(b).digest();
-  return timingSafeEqual(ha, hb) && a.length === b.length;
+  const ba = Buffer.from(a);
+  const bb = Buffer.from(b);
+  if (ba.length === bb.length) return timingSafeEqual(ba, bb);
+  timingSafeEqual(createHash('sha256').update(ba).digest(), createHash('sha256').update(bb).digest());
+  return false;
 }
