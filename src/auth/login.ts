@@ -8,7 +8,7 @@ import { isoMicros, nowIso, nowMicros, parseIsoMicros, sleep } from '../lib/cloc
 import { limiterFor } from '../lib/rate-limit.ts';
 import { canonicalEmail } from '../lib/validate.ts';
 import type { AppContext } from '../server/context.ts';
-import { updateUser, userByEmail, type UserRow } from '../users/store.ts';
+import { findUserByEmail, setAuthFields, type UserRow } from '../users/service.ts';
 import type { Actor } from './actor.ts';
 import { touchTrustedDevice, trustedDeviceMatches } from './mfa.ts';
 import { verifyPassword } from './passwords.ts';
@@ -46,7 +46,7 @@ export async function login(ctx: AppContext, input: LoginInput, actor: Actor, tr
 
 async function attempt(ctx: AppContext, input: LoginInput, actor: Actor, trustToken: string | null): Promise<LoginResult> {
   const email = canonicalEmail(input.email);
-  const user = email ? await userByEmail(ctx.db, email) : null;
+  const user = email ? await findUserByEmail(ctx.db, email) : null;
   const now = nowMicros();
   const locked = Boolean(user?.locked_until && parseIsoMicros(user.locked_until)! > now);
   // Always hash, also for unknown addresses (a fixed dummy hash).
@@ -58,7 +58,7 @@ async function attempt(ctx: AppContext, input: LoginInput, actor: Actor, trustTo
       if (user && reason === 'wrong_password') {
         const failures = user.failed_login_count + 1;
         const lock = failures >= ctx.config.SVC_LOGIN_LOCKOUT_THRESHOLD;
-        await updateUser(tx, user.id, {
+        await setAuthFields(tx, user.id, {
           failed_login_count: lock ? 0 : failures,
           locked_until: lock ? isoMicros(now + ctx.config.SVC_LOGIN_LOCKOUT_DURATION_SECONDS * 1_000_000) : user.locked_until,
         });
@@ -73,7 +73,7 @@ async function attempt(ctx: AppContext, input: LoginInput, actor: Actor, trustTo
   const mfaRequired = u.mfa_enrolled_at !== null && !device;
   const loginAt = nowIso();
   const session = await ctx.db.tx(async (tx) => {
-    await updateUser(tx, u.id, { failed_login_count: 0, locked_until: null, last_login_at: loginAt });
+    await setAuthFields(tx, u.id, { failed_login_count: 0, locked_until: null, last_login_at: loginAt });
     const created = await createSession(tx, ctx, u, {
       remember: Boolean(input.remember_me),
       ip: actor.source_ip ?? null,

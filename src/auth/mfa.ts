@@ -8,7 +8,7 @@ import { safeEqual } from '../lib/crypto.ts';
 import { limiterFor } from '../lib/rate-limit.ts';
 import { seal, unseal } from '../lib/seal.ts';
 import type { AppContext } from '../server/context.ts';
-import { updateUser, userById, type UserRow } from '../users/store.ts';
+import { findUser, setAuthFields, type UserRow } from '../users/service.ts';
 import type { Actor } from './actor.ts';
 import { TRUST_COOKIE, cookieHeader } from './cookies.ts';
 import type { Principal } from './principal.ts';
@@ -48,7 +48,7 @@ function totpKeyOf(ctx: AppContext, user: UserRow): Uint8Array | null {
 }
 
 async function freshUser(ex: Executor, id: string): Promise<UserRow> {
-  const user = await userById(ex, id);
+  const user = await findUser(ex, id);
   if (!user) throw notFound('user');
   return user;
 }
@@ -68,7 +68,7 @@ export async function startEnrolment(ctx: AppContext, who: Principal, actor: Act
     const user = await freshUser(tx, who.user.id);
     if (user.mfa_enrolled_at) throw conflict('two-factor authentication is already on; disable it first to enrol a new authenticator', {}, 'already_enrolled');
     const key = newTotpKey();
-    await updateUser(tx, user.id, { mfa_secret: seal(key, ctx.config.SVC_SECRET, SEAL_PURPOSE, sealOwner(user.id)), updated_at: nowIso() });
+    await setAuthFields(tx, user.id, { mfa_secret: seal(key, ctx.config.SVC_SECRET, SEAL_PURPOSE, sealOwner(user.id)), updated_at: nowIso() });
     await ctx.audit.append(tx, { ...actor, action: 'user.mfa_enroll_started', target_type: 'user', target_id: user.id });
     return { secret_base32: totpSecretText(key), provisioning_url: totpUri(`svc (${issuerHost})`, user.email, key) };
   });
@@ -93,7 +93,7 @@ export async function completeEnrolment(ctx: AppContext, who: Principal, code: s
     const key = totpKeyOf(ctx, user);
     if (!key) throw conflict('start an enrolment first', {}, 'no_pending_enrolment');
     if (!verifyTotp(key, code.trim())) throw badRequest('wrong_code', 'that code is not right; check the time on your device and try again');
-    await updateUser(tx, user.id, { mfa_enrolled_at: nowIso(), updated_at: nowIso() });
+    await setAuthFields(tx, user.id, { mfa_enrolled_at: nowIso(), updated_at: nowIso() });
     const codes = await issueRecoveryCodes(tx, ctx, user.id);
     // Enrolling proves possession: this session counts as freshly verified.
     await markMfaVerified(tx, who.session!.id);
@@ -224,7 +224,7 @@ export async function regenerateRecoveryCodes(ctx: AppContext, userId: string, a
 
 /** Clears secret, recovery codes and remembered devices in one transaction. */
 async function clearMfa(tx: Tx, userId: string): Promise<{ codes: number; devices: number }> {
-  await updateUser(tx, userId, { mfa_secret: null, mfa_enrolled_at: null, updated_at: nowIso() });
+  await setAuthFields(tx, userId, { mfa_secret: null, mfa_enrolled_at: null, updated_at: nowIso() });
   return { codes: await deleteRecoveryCodes(tx, userId), devices: await revokeUserDevices(tx, userId) };
 }
 
