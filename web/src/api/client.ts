@@ -1,0 +1,136 @@
+// The dashboard's one way to the API: same-origin fetch with the session cookie, the CSRF header on every
+// state-changing request, every failure turned into an ApiError carrying the envelope's readable message, and
+// the two recoveries the server asks for: a lost session (back to the login page) and a stale MFA verification
+// (ask for the authenticator code, verify, retry the request once).
+
+export interface FieldError {
+  path: string;
+  message: string;
+  code?: string;
+}
+
+export class ApiError extends Error {
+  constructor(
+    readonly status: number,
+    readonly code: string,
+    message: string,
+    readonly details: Record<string, unknown> = {},
+  ) {
+    super(message);
+  }
+
+  /** Field messages of a 422 (`details.fields`), paths like `/password`. */
+  get fields(): FieldError[] {
+    const fields = this.details.fields;
+    return Array.isArray(fields) ? (fields as FieldError[]).filter((f) => typeof f?.message === 'string') : [];
+  }
+
+  fieldMessage(name: string): string | undefined {
+    return this.fields.find((f) => f.path === `/${name}`)?.message;
+  }
+}
+
+/** What the app plugs in: where to go when the session is gone, and how to get a fresh MFA verification. */
+interface Recovery {
+  /** The session ended (`unauthenticated`) or still waits for its MFA step (`mfa_required`). */
+  signedOut(code: string): void;
+  /** Resolves true once the user passed POST /auth/mfa/verify, false when they gave up. */
+  reverify(): Promise<boolean>;
+}
+
+let recovery: Recovery = { signedOut: () => {}, reverify: async () => false };
+export const setRecovery = (r: Recovery): void => {
+  recovery = r;
+};
+
+export type Query = Record<string, string | number | boolean | undefined | null>;
+
+export interface CallOptions {
+  body?: unknown;
+  query?: Query;
+  /** Calls that are fine without a session (login, previews): a 401 is only an error, not a sign-out. */
+  anonymous?: boolean;
+}
+
+/** The `svc_csrf` cookie (readable by the page on purpose: double-submit CSRF). */
+function csrfToken(): string | null {
+  for (const part of document.cookie.split(';')) {
+    const [name, ...rest] = part.trim().split('=');
+    if (name === 'svc_csrf') return decodeURIComponent(rest.join('='));
+  }
+  return null;
+}
+
+function urlOf(path: string, query?: Query): string {
+  const params = new URLSearchParams();
+  for (const [k, v] of Object.entries(query ?? {})) if (v !== undefined && v !== null && v !== '') params.set(k, String(v));
+  const qs = params.toString();
+  return `/api/v1${path}${qs ? `?${qs}` : ''}`;
+}
+
+/** Any non-2xx answer as an ApiError; a body that is not our envelope (a proxy's HTML page) still reads well. */
+function toError(status: number, body: unknown): ApiError {
+  const env = body as { error?: unknown; message?: unknown; details?: unknown } | null;
+  if (env && typeof env.error === 'string') {
+    const message = typeof env.message === 'string' && env.message ? env.message : env.error.replace(/_/g, ' ');
+    const details = env.details && typeof env.details === 'object' ? (env.details as Record<string, unknown>) : {};
+    return new ApiError(status, env.error, message, details);
+  }
+  return new ApiError(
+    status,
+    `http_${status}`,
+    `svc answered with HTTP ${status}; try again, and check the server's log if it persists`,
+  );
+}
+
+async function send(method: string, path: string, opts: CallOptions): Promise<Response> {
+  const headers: Record<string, string> = { accept: 'application/json' };
+  if (opts.body !== undefined) headers['content-type'] = 'application/json';
+  if (method !== 'GET') {
+    const token = csrfToken();
+    if (token) headers['x-csrf-token'] = token;
+  }
+  try {
+    return await fetch(urlOf(path, opts.query), {
+      method,
+      headers,
+      credentials: 'same-origin',
+      body: opts.body === undefined ? undefined : JSON.stringify(opts.body),
+    });
+  } catch {
+    throw new ApiError(0, 'network', 'svc did not answer; check that it is running and try again');
+  }
+}
+
+export async function call<T>(method: string, path: string, opts: CallOptions = {}, retried = false): Promise<T> {
+  const res = await send(method, path, opts);
+  const text = await res.text();
+  let body: unknown = null;
+  try {
+    body = text ? JSON.parse(text) : null;
+  } catch {
+    body = null;
+  }
+  if (res.ok) return body as T;
+  const err = toError(res.status, body);
+  if (res.status === 401 && !opts.anonymous && (err.code === 'unauthenticated' || err.code === 'mfa_required')) {
+    recovery.signedOut(err.code);
+  }
+  if (res.status === 403 && err.code === 'mfa_reverify_required' && !retried && (await recovery.reverify())) {
+    return call<T>(method, path, opts, true);
+  }
+  throw err;
+}
+
+export const api = {
+  get: <T>(path: string, query?: Query, opts: Omit<CallOptions, 'query'> = {}) => call<T>('GET', path, { ...opts, query }),
+  post: <T>(path: string, body?: unknown, opts: Omit<CallOptions, 'body'> = {}) => call<T>('POST', path, { ...opts, body }),
+  patch: <T>(path: string, body: unknown) => call<T>('PATCH', path, { body }),
+  del: <T>(path: string) => call<T>('DELETE', path),
+};
+
+/** A thrown value as an ApiError, so every catch can show a readable message. */
+export const asApiError = (e: unknown): ApiError =>
+  e instanceof ApiError
+    ? e
+    : new ApiError(0, 'client_error', e instanceof Error ? e.message : 'something went wrong in the dashboard');

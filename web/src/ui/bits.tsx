@@ -1,0 +1,137 @@
+// Small building blocks every page uses: page header, sections, empty states, loading, times, badges, and a
+// button that asks before it does something that cannot be undone.
+import type { ComponentChildren } from 'preact';
+import { useEffect, useId, useState } from 'preact/hooks';
+import { asApiError, type ApiError } from '../api/client.ts';
+import type { Resource } from '../lib/use-resource.ts';
+import { fullTime, when } from '../lib/format.ts';
+import { Dialog } from './dialog.tsx';
+import { ErrorNotice } from './errors.tsx';
+
+export function PageHeader(props: { title: string; lead?: ComponentChildren; actions?: ComponentChildren }) {
+  useEffect(() => {
+    document.title = `${props.title} · svc`;
+  }, [props.title]);
+  return (
+    <header class="page-head">
+      <div>
+        <h1>{props.title}</h1>
+        {props.lead && <p class="lead">{props.lead}</p>}
+      </div>
+      {props.actions && <div class="page-actions">{props.actions}</div>}
+    </header>
+  );
+}
+
+/** A titled card; its heading names the region for assistive technology. */
+export function Section(props: { title: string; children: ComponentChildren; actions?: ComponentChildren }) {
+  const id = useId();
+  return (
+    <section class="card" aria-labelledby={id}>
+      <div class="card-head">
+        <h2 id={id}>{props.title}</h2>
+        {props.actions}
+      </div>
+      {props.children}
+    </section>
+  );
+}
+
+export function Empty(props: { title: string; children?: ComponentChildren }) {
+  return (
+    <div class="empty">
+      <p class="empty-title">{props.title}</p>
+      {props.children}
+    </div>
+  );
+}
+
+/** The resource's data through `render`, or its loading state, or its error. */
+export function Loaded<T>(props: { resource: Resource<T>; children: (data: T) => ComponentChildren }) {
+  const { data, error, loading } = props.resource;
+  if (error && data === undefined) return <ErrorNotice error={error} />;
+  if (data === undefined)
+    return (
+      <p class="muted" aria-busy={loading}>
+        Loading…
+      </p>
+    );
+  return (
+    <>
+      {error && <ErrorNotice error={error} />}
+      {props.children(data)}
+    </>
+  );
+}
+
+export function Time(props: { iso: string | null | undefined; empty?: string }) {
+  if (!props.iso) return <span class="muted">{props.empty ?? 'never'}</span>;
+  return (
+    <time dateTime={props.iso} title={fullTime(props.iso)}>
+      {when(props.iso)}
+    </time>
+  );
+}
+
+export function Badge(props: { tone?: 'ok' | 'bad' | 'warn' | 'info' | 'muted'; children: ComponentChildren }) {
+  return <span class={`badge ${props.tone ?? 'muted'}`}>{props.children}</span>;
+}
+
+/** A button that opens a confirmation, runs `onConfirm`, and shows its error inside the dialog. In a table row,
+ * `what` names the row's object: the button reads "Revoke <what>" to a screen reader and asks "Revoke <what>?". */
+export function ConfirmButton(props: {
+  label: string;
+  what?: string;
+  title?: string;
+  confirm: string;
+  onConfirm: () => Promise<void>;
+  children?: ComponentChildren;
+  danger?: boolean;
+  small?: boolean;
+}) {
+  const [open, setOpen] = useState(false);
+  const [busy, setBusy] = useState(false);
+  const [error, setError] = useState<ApiError | null>(null);
+  const cls = `${props.danger ? 'danger' : 'secondary'}${props.small ? ' small' : ''}`;
+  return (
+    <>
+      <button
+        type="button"
+        class={cls}
+        aria-label={props.what && `${props.label} ${props.what}`}
+        onClick={() => (setError(null), setOpen(true))}
+      >
+        {props.label}
+      </button>
+      <Dialog open={open} title={props.title ?? `${props.label} ${props.what ?? ''}?`} onClose={() => setOpen(false)}>
+        {props.children}
+        <ErrorNotice error={error} />
+        <div class="actions">
+          <button
+            type="button"
+            class={props.danger ? 'danger' : 'primary'}
+            disabled={busy}
+            onClick={async () => {
+              setBusy(true);
+              setError(null);
+              try {
+                await props.onConfirm();
+                setOpen(false);
+              } catch (e) {
+                setError(asApiError(e));
+              } finally {
+                setBusy(false);
+              }
+            }}
+          >
+            {busy ? 'Working…' : props.confirm}
+          </button>
+          {/* For destructive actions the dialog opens on Cancel: Enter must not delete by accident. */}
+          <button type="button" class="secondary" autoFocus={props.danger} onClick={() => setOpen(false)}>
+            Cancel
+          </button>
+        </div>
+      </Dialog>
+    </>
+  );
+}
