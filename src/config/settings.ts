@@ -270,6 +270,12 @@ export const SETTINGS = {
     description: 'Release manifest for `svc upgrade` and the admin version check; empty turns the check off.',
     maxLength: 2048,
   }),
+  SVC_AGENT_HEALTH_RETENTION_DAYS: int({
+    default: 7,
+    min: 1,
+    max: 3650,
+    description: 'Agent health samples (stored agent_status frames) older than this are pruned.',
+  }),
 } as const;
 
 export type SettingName = keyof typeof SETTINGS;

@@ -6,6 +6,8 @@ import f0002s from '../../migrations/sqlite/0002_audit.sql' with { type: 'text' 
 import f0002p from '../../migrations/postgres/0002_audit.sql' with { type: 'text' };
 import f0003s from '../../migrations/sqlite/0003_identity.sql' with { type: 'text' };
 import f0003p from '../../migrations/postgres/0003_identity.sql' with { type: 'text' };
+import f0004s from '../../migrations/sqlite/0004_agents.sql' with { type: 'text' };
+import f0004p from '../../migrations/postgres/0004_agents.sql' with { type: 'text' };
 
 export interface MigrationSource {
   revision: string;
@@ -18,4 +20,5 @@ export const MIGRATIONS: MigrationSource[] = [
   { revision: '0001', name: 'foundation', sqlite: f0001s, postgres: f0001p },
   { revision: '0002', name: 'audit', sqlite: f0002s, postgres: f0002p },
   { revision: '0003', name: 'identity', sqlite: f0003s, postgres: f0003p },
+  { revision: '0004', name: 'agents', sqlite: f0004s, postgres: f0004p },
 ];

@@ -2,11 +2,15 @@
 // `tables.ts`; this registry hands stores the right variant through
 // `Executor.t`.
 import type { Dialect } from './connect.ts';
+import * as agents from '../agents/tables.ts';
 import * as audit from '../audit/tables.ts';
 import * as auth from '../auth/tables.ts';
+import * as commands from '../commands/tables.ts';
+import * as ingest from '../ingest/tables.ts';
 import * as platform from '../platform/tables.ts';
 import * as projects from '../projects/tables.ts';
 import * as setup from '../setup/tables.ts';
+import * as tasks from '../tasks/tables.ts';
 import * as users from '../users/tables.ts';
 
 const dual = {
@@ -16,6 +20,10 @@ const dual = {
   ...auth,
   ...setup,
   ...projects,
+  ...agents,
+  ...ingest,
+  ...tasks,
+  ...commands,
 };
 
 export type Tables = { [K in keyof typeof dual]: (typeof dual)[K]['sqlite'] };

@@ -2,6 +2,7 @@
 // Every area's routes are listed here, in one place.
 import { activityRoutes } from '../activity/routes.ts';
 import { adminRoutes } from '../admin/routes.ts';
+import { auditRoutes } from '../audit/routes.ts';
 import { AuditService } from '../audit/service.ts';
 import { authRoutes } from '../auth/routes.ts';
 import type { LoadedConfig } from '../config/load.ts';
@@ -17,6 +18,8 @@ import { openapiRoutes } from '../http/openapi.ts';
 import { projectRoutes } from '../projects/routes.ts';
 import { setupRoutes } from '../setup/routes.ts';
 import { userRoutes } from '../users/routes.ts';
+import { agentTransportRoutes } from '../transport/routes.ts';
+import { AgentTransport } from '../transport/runtime.ts';
 import { Lifecycle, type AppContext } from './context.ts';
 
 export function openConfiguredDatabase(loaded: LoadedConfig, overrides: OpenOptions = {}): Db {
@@ -45,12 +48,13 @@ export function createContext(loaded: LoadedConfig, db: Db): AppContext {
     server: null,
     peerAddress: (request) => ctx.server?.requestIP(request)?.address ?? null,
     worker: { index: 0, count: 1 },
+    agentTransport: new AgentTransport(config),
   };
   return ctx;
 }
 
 export function buildServiceApp(ctx: AppContext) {
-  return buildApp(ctx, [healthRoutes, metricsRoutes, openapiRoutes, setupRoutes, authRoutes, userRoutes, projectRoutes, activityRoutes, adminRoutes], {
+  return buildApp(ctx, [healthRoutes, metricsRoutes, openapiRoutes, setupRoutes, authRoutes, userRoutes, projectRoutes, activityRoutes, adminRoutes, auditRoutes, agentTransportRoutes], {
     fallback: (_request, path) => dashboardResponse(path),
   });
 }

@@ -11,6 +11,7 @@ import type { HostPolicy } from '../http/hosts.ts';
 import { logger } from '../lib/log.ts';
 import type { AddressList } from '../lib/net.ts';
 import type { Metrics } from '../metrics/registry.ts';
+import type { AgentTransport } from '../transport/runtime.ts';
 
 const log = logger('lifecycle');
 
@@ -61,4 +62,6 @@ export interface AppContext {
   /** This process's index among the `--workers` processes (0 for the first);
    * sent as X-SVC-Worker when there is more than one. */
   worker: { index: number; count: number };
+  /** Agent transports' per-process state: sessions, sockets, buckets, signals. */
+  agentTransport: AgentTransport;
 }

@@ -13,6 +13,7 @@ import { VERSION } from '../version.ts';
 import { announceSetup } from '../setup/announce.ts';
 import { startBackground } from './background.ts';
 import { buildServiceApp, createContext, openConfiguredDatabase } from './compose.ts';
+import { agentWebSocketOptions } from '../transport/routes.ts';
 import { resolveTls } from './tls.ts';
 
 const log = logger('serve');
@@ -54,6 +55,7 @@ export async function serve(options: ServeOptions): Promise<number> {
       reusePort: workers > 1 || isChild,
       // Long-poll requests wait up to 60 s without writing; keep the socket.
       idleTimeout: 120,
+      websocket: agentWebSocketOptions(config),
       maxRequestBodySize: config.SVC_AGENT_EVENTS_MAX_BODY_BYTES + 65536,
       ...(tls ? { tls: { cert: tls.cert, key: tls.key } } : {}),
     });
@@ -93,6 +95,7 @@ export async function serve(options: ServeOptions): Promise<number> {
   await startBackground(ctx);
   const children = !isChild && workers > 1 ? superviseWorkers(workers - 1, host, app.server!.port!) : null;
   ctx.lifecycle.onShutdown('http', async () => {
+    await ctx.agentTransport.closeAllSockets(); // agents get 1001 before the listener goes
     await app.stop(true);
   });
   ctx.lifecycle.onShutdown('database', () => db.close());

@@ -5,7 +5,7 @@
 import { loadConfigMintingSecrets } from '../../src/config/secrets.ts';
 import type { Dialect } from '../../src/db/connect.ts';
 import { upgrade } from '../../src/db/migrate.ts';
-import { buildApp, type RouteModule } from '../../src/http/app.ts';
+import { buildApp, type App, type RouteModule } from '../../src/http/app.ts';
 import { setLogLevel } from '../../src/lib/log.ts';
 import { buildServiceApp, createContext, openConfiguredDatabase } from '../../src/server/compose.ts';
 import type { AppContext } from '../../src/server/context.ts';
@@ -31,6 +31,8 @@ export interface CallOptions {
 export interface TestService {
   ctx: AppContext;
   home: string;
+  /** The assembled app (tests that need a real listening server call app.listen). */
+  app: App;
   call<T = any>(method: string, path: string, options?: CallOptions): Promise<TestResponse<T>>;
   /** The socket peer address the next requests appear to come from. */
   setPeer(ip: string): void;
@@ -64,6 +66,7 @@ export async function testService(options: TestServiceOptions = {}): Promise<Tes
   return {
     ctx,
     home,
+    app,
     async call(method, path, opts = {}) {
       const headers: Record<string, string> = { host: 'localhost', ...opts.headers };
       let body: string | ReadableStream | undefined = opts.raw;

@@ -1,0 +1,70 @@
+// Long-poll ingest throughput of the compiled binary, in events per second.
+//   bun bench/agent-ingest.ts [--pg] [agents=4] [uploads-per-agent=20]
+// Each agent probes, then uploads batches of 500 frames with one event per
+// frame (what z4j agents send), one request in flight per agent. Frames are
+// signed before the clock starts so the figure is the server's. The rate is
+// events stored (counted in the database afterwards) over wall time.
+import { sql } from 'drizzle-orm';
+import { loadConfig } from '../src/config/load.ts';
+import { openConfiguredDatabase } from '../src/server/compose.ts';
+import { taskEvent, TestAgent } from '../tests/helpers/test-agent.ts';
+import { dialectName, freshBench, procStats, seedAgents, startServer } from './lib/setup.ts';
+
+const args = process.argv.slice(2).filter((a) => !a.startsWith('--'));
+const agentCount = Number(args[0] ?? 4);
+const uploadsPerAgent = Number(args[1] ?? 20);
+const FRAMES = 500;
+
+const bench = await freshBench();
+const seeded = await seedAgents(bench.env, agentCount);
+const workers = Number(process.argv.find((a) => a.startsWith('--workers='))?.split('=')[1] ?? 1);
+const server = await startServer(bench.env, workers);
+const agents = seeded.agents.map((a) => new TestAgent({ ...a, baseUrl: server.url }));
+for (const a of agents) if ((await a.probe()).status !== 200) throw new Error('probe failed');
+
+// Sign everything up front (well inside the 60 s freshness window).
+const bodies = agents.map((a) =>
+  Array.from({ length: uploadsPerAgent }, () =>
+    JSON.stringify({
+      frames: Array.from({ length: FRAMES }, () =>
+        a.eventBatch([taskEvent({ kind: 'task.succeeded', data: { task_name: 'app.tasks.add', queue: 'default', worker: 'w1@host', result: 3, runtime_ms: 12 } })]),
+      ),
+    }),
+  ),
+);
+const before = procStats(server.proc.pid);
+const t0 = performance.now();
+let accepted = 0;
+await Promise.all(
+  agents.map(async (a, i) => {
+    for (const body of bodies[i]!) {
+      const r = await a.uploadRaw(body);
+      if (r.status !== 200) throw new Error(`upload ${r.status}: ${JSON.stringify(r.body)}`);
+      accepted += r.body.accepted;
+    }
+  }),
+);
+const seconds = (performance.now() - t0) / 1000;
+const after = procStats(server.proc.pid);
+await server.stop();
+
+const db = openConfiguredDatabase(loadConfig({ env: bench.env }));
+const [row] = await db.all<{ n: number }>(sql`SELECT COUNT(*) AS n FROM events`);
+const [tasks] = await db.all<{ n: number }>(sql`SELECT COUNT(*) AS n FROM tasks`);
+await db.close();
+await bench.dropDatabase();
+const stored = Number(row!.n);
+console.log(
+  JSON.stringify({
+    bench: 'agent-ingest',
+    dialect: dialectName,
+    agents: agentCount,
+    events: stored,
+    tasks: Number(tasks!.n),
+    accepted,
+    seconds: Number(seconds.toFixed(2)),
+    events_per_second: Math.round(stored / seconds),
+    server_cpu_seconds: Number((after.cpuSeconds - before.cpuSeconds).toFixed(1)),
+    server_rss_mb: Math.round(after.rssMb),
+  }),
+);

@@ -1,0 +1,93 @@
+// Handing commands to a transport session. Selection is in issued_at order;
+// each row is claimed in its own transaction by a conditional update (the
+// loser of a race simply skips the row) before it is signed. Retry-family
+// commands go only to sessions whose retry contract covers their engine;
+// dispatched rows are re-sent (long-poll only) for the redeliverable actions,
+// inside the redispatch window and no more often than the minimum interval.
+import type { Db, Executor } from '../db/connect.ts';
+import { isoMicros, nowIso, nowMicros } from '../lib/clock.ts';
+import type { AppContext } from '../server/context.ts';
+import type { JsonInputObject } from '../transport/json-convert.ts';
+import { REDELIVERABLE_ACTIONS, RETRY_FAMILY } from './service.ts';
+import { agentsWithPending, claimPending, claimResend, failOpen, pendingOf, redispatchableOf, type CommandRow } from './store.ts';
+
+/** Agents cap command timeouts at one hour (their frame model). */
+const MAX_WIRE_TIMEOUT_SECONDS = 3600;
+/** Rows looked at per pass: more than one poll's max_frames can use, so skipped rows do not starve the rest. */
+const CANDIDATES = 500;
+
+export interface ClaimOptions {
+  agentId: string;
+  max: number;
+  /** Engines this session's retry contract covers. */
+  retryEngines: ReadonlySet<string>;
+  /** Recorded on claimed rows (`ws:<session id>`, `lp:<nonce digest>`). */
+  session: string;
+  /** Long-poll only: re-send dispatched redeliverable commands. */
+  redispatch?: { windowSeconds: number; minIntervalSeconds: number };
+  /** Awaited after the candidates are read and before anything is claimed; false claims nothing.
+   * Lets a caller re-validate the agent while the first read is under way. */
+  gate?: Promise<boolean>;
+}
+
+/** One conditional UPDATE as its own transaction: on PostgreSQL a single
+ * autocommitted statement (one round trip instead of three); SQLite writes
+ * always go through the writer connection's transaction. */
+const singleStatement = <T>(db: Db, fn: (ex: Executor) => Promise<T>): Promise<T> => (db.dialect === 'postgres' ? fn(db) : db.tx(fn));
+
+const deliverable = (row: CommandRow, retryEngines: ReadonlySet<string>): boolean =>
+  !RETRY_FAMILY.has(row.action) || (row.engine !== null && retryEngines.has(row.engine));
+
+/** Claims up to `max` commands for a session, oldest first. */
+export async function claimCommands(db: Db, opts: ClaimOptions): Promise<CommandRow[]> {
+  const claimed: CommandRow[] = [];
+  if (opts.max <= 0) return claimed;
+  const pending = await pendingOf(db, opts.agentId, CANDIDATES);
+  if (opts.gate && !(await opts.gate)) return claimed;
+  for (const row of pending) {
+    if (claimed.length >= opts.max) return claimed;
+    if (!deliverable(row, opts.retryEngines)) continue;
+    const won = await singleStatement(db, (ex) => claimPending(ex, row.id, opts.session, nowIso()));
+    if (won) claimed.push(won);
+  }
+  if (opts.redispatch && claimed.length < opts.max) {
+    // Both cutoffs come from the clock on every pass.
+    const micros = nowMicros();
+    const since = isoMicros(micros - opts.redispatch.windowSeconds * 1_000_000);
+    const before = isoMicros(micros - opts.redispatch.minIntervalSeconds * 1_000_000);
+    for (const row of await redispatchableOf(db, opts.agentId, REDELIVERABLE_ACTIONS, since, before, CANDIDATES)) {
+      if (claimed.length >= opts.max) break;
+      const again = await singleStatement(db, (ex) => claimResend(ex, row.id, before, nowIso()));
+      if (again) claimed.push(again);
+    }
+  }
+  return claimed;
+}
+
+/** Whether any of `agentIds` has a pending command (cross-process delivery sweep). */
+export const agentsWithPendingCommands = (db: Db, agentIds: string[]): Promise<string[]> => agentsWithPending(db, agentIds);
+
+/** The signed `command` frame's payload for a claimed row. */
+export function commandFramePayload(ctx: Pick<AppContext, 'config'>, row: CommandRow): JsonInputObject {
+  const filter = row.payload.filter;
+  const filterEngine =
+    typeof filter === 'object' && filter !== null && typeof (filter as Record<string, unknown>).engine === 'string'
+      ? ((filter as Record<string, unknown>).engine as string)
+      : '';
+  const target: Record<string, string | null> = { type: row.target_type, id: row.target_id };
+  if (filterEngine !== '') target.engine = filterEngine;
+  return {
+    action: row.action,
+    target,
+    parameters: row.payload as JsonInputObject,
+    timeout_seconds: Math.min(ctx.config.SVC_COMMAND_TIMEOUT_SECONDS, MAX_WIRE_TIMEOUT_SECONDS),
+    issued_by: row.issued_by,
+    delivery_claim_token: null,
+  };
+}
+
+export const LONGPOLL_SIGN_FAILED = 'longpoll sign failed';
+
+/** A claimed command whose frame could not be signed ends as failed with `reason`. */
+export const failUnsignable = (db: Db, commandId: string, reason: string): Promise<boolean> =>
+  db.tx((tx) => failOpen(tx, commandId, reason, nowIso()));

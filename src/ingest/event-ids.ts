@@ -1,0 +1,44 @@
+// Content-derived event ids (agent-protocol.md §3.4.3), so the same lifecycle
+// event reported twice, by a re-sent batch or by a second agent, is stored once.
+import { createHash } from 'node:crypto';
+
+/** Namespace of the z4j brain's event ids (a fact of the protocol, kept for parity). */
+export const EVENT_ID_NAMESPACE = 'c4d2c84e-2f0a-4b6c-9c5b-1d6f9a1e7c2a';
+
+const hexOf = (uuid: string): string => uuid.replace(/-/g, '').toLowerCase();
+
+function formatUuid(hex: string): string {
+  return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-${hex.slice(12, 16)}-${hex.slice(16, 20)}-${hex.slice(20, 32)}`;
+}
+
+/** RFC 4122 name-based UUID (SHA-1, version 5). */
+export function uuidV5(namespace: string, name: string): string {
+  const hash = createHash('sha1').update(Buffer.from(hexOf(namespace), 'hex')).update(name, 'utf8').digest();
+  hash[6] = (hash[6]! & 0x0f) | 0x50;
+  hash[8] = (hash[8]! & 0x3f) | 0x80;
+  return formatUuid(hash.subarray(0, 16).toString('hex'));
+}
+
+/** The canonical form of an agent-minted event id when it is a usable v4 or v7
+ * UUID (RFC variant, neither nil nor max), as Python's uuid.UUID would read it; else null. */
+export function usableAgentEventId(value: unknown): string | null {
+  if (typeof value !== 'string') return null;
+  let s = value.trim().toLowerCase();
+  if (s.startsWith('urn:uuid:')) s = s.slice(9);
+  if (s.startsWith('{') && s.endsWith('}')) s = s.slice(1, -1);
+  const hex = s.replace(/-/g, '');
+  if (!/^[0-9a-f]{32}$/.test(hex)) return null;
+  const version = hex[12];
+  const variant = parseInt(hex[16]!, 16);
+  if ((version !== '4' && version !== '7') || (variant & 0xc) !== 0x8) return null;
+  return formatUuid(hex);
+}
+
+/** Task events collapse per (project, task, kind, whole second); others per agent event id. */
+export function eventId(projectId: string, record: { taskId: string; kind: string; occurredMicros: number; agentEventId: unknown }, fallback: () => string): string {
+  if (record.taskId !== '') {
+    return uuidV5(EVENT_ID_NAMESPACE, `${projectId}:${record.taskId}:${record.kind}:${Math.floor(record.occurredMicros / 1_000_000)}`);
+  }
+  const agentId = usableAgentEventId(record.agentEventId);
+  return agentId ? uuidV5(EVENT_ID_NAMESPACE, `${projectId}:${agentId}`) : fallback();
+}

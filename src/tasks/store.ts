@@ -1,0 +1,92 @@
+// Queries of the task, worker and queue projections. Upserts merge in SQL
+// (ON CONFLICT ... DO UPDATE with CASE/COALESCE) so concurrent batches from
+// several agents about one task never lose each other's fields.
+import { and, asc, eq } from 'drizzle-orm';
+import { bulkWrite, type BulkWrite } from '../db/bulk.ts';
+import type { Executor } from '../db/connect.ts';
+
+export type TaskRow = typeof import('./tables.ts').tasks.sqlite.$inferSelect;
+export type WorkerRow = typeof import('./tables.ts').workers.sqlite.$inferSelect;
+export type QueueRow = typeof import('./tables.ts').queues.sqlite.$inferSelect;
+
+/** Task fields where the later report, when it has a value, replaces the earlier (service.ts folds a batch the same way). */
+export const LATEST_WINS = [
+  'name', 'queue', 'priority', 'args', 'kwargs', 'result', 'exception', 'traceback', 'eta',
+  'started_at', 'finished_at', 'runtime_ms', 'worker_name', 'parent_task_id', 'root_task_id',
+] as const;
+
+// The incoming state wins when its tier is higher, or equal and at least as recent.
+const WINS = 'excluded.state_tier > tasks.state_tier OR (excluded.state_tier = tasks.state_tier AND excluded.state_at >= tasks.state_at)';
+const pick = (c: string) => `${c} = CASE WHEN ${WINS} THEN excluded.${c} ELSE tasks.${c} END`;
+const newer = (table: string, c: string) => `${c} = COALESCE(excluded.${c}, ${table}.${c})`;
+const earliest = (c: string) =>
+  `${c} = CASE WHEN tasks.${c} IS NULL OR (excluded.${c} IS NOT NULL AND excluded.${c} < tasks.${c}) THEN excluded.${c} ELSE tasks.${c} END`;
+const unlessEmpty = (table: string, c: string, empty: string) => `${c} = CASE WHEN excluded.${c} = '${empty}' THEN ${table}.${c} ELSE excluded.${c} END`;
+
+const TASK_WRITE: BulkWrite = {
+  table: 'tasks',
+  columns: [
+    'id', 'project_id', 'engine', 'task_id', 'name', 'queue', 'state', 'state_tier', 'state_at', 'priority', 'args', 'kwargs', 'result',
+    'exception', 'traceback', 'retry_count', 'eta', 'received_at', 'started_at', 'finished_at', 'runtime_ms', 'worker_name',
+    'parent_task_id', 'root_task_id', 'tags', 'created_at', 'updated_at',
+  ],
+  json: new Set(['args', 'kwargs', 'result', 'tags']),
+  pgTypes: { state_tier: 'integer', retry_count: 'integer', runtime_ms: 'bigint' },
+  conflict: `ON CONFLICT (project_id, engine, task_id) DO UPDATE SET ${[
+    pick('state'),
+    pick('state_tier'),
+    pick('state_at'),
+    ...LATEST_WINS.map((c) => newer('tasks', c)),
+    'retry_count = tasks.retry_count + excluded.retry_count',
+    earliest('received_at'),
+    unlessEmpty('tasks', 'tags', '[]'),
+    'updated_at = excluded.updated_at',
+  ].join(', ')}`,
+};
+
+const WORKER_WRITE: BulkWrite = {
+  table: 'workers',
+  columns: ['id', 'project_id', 'engine', 'name', 'hostname', 'pid', 'concurrency', 'queues', 'state', 'last_heartbeat', 'load_average', 'active_tasks', 'metadata', 'created_at', 'updated_at'],
+  json: new Set(['queues', 'load_average', 'metadata']),
+  pgTypes: { pid: 'integer', concurrency: 'integer', active_tasks: 'integer' },
+  conflict: `ON CONFLICT (project_id, engine, name) DO UPDATE SET ${[
+    'state = excluded.state',
+    ...['hostname', 'pid', 'concurrency', 'last_heartbeat', 'load_average', 'active_tasks'].map((c) => newer('workers', c)),
+    unlessEmpty('workers', 'queues', '[]'),
+    unlessEmpty('workers', 'metadata', '{}'),
+    'updated_at = excluded.updated_at',
+  ].join(', ')}`,
+};
+
+const QUEUE_WRITE: BulkWrite = {
+  table: 'queues',
+  columns: ['id', 'project_id', 'engine', 'name', 'broker_type', 'last_seen_at', 'pending_count', 'consumer_count', 'metadata', 'created_at', 'updated_at'],
+  json: new Set(['metadata']),
+  pgTypes: { pending_count: 'bigint', consumer_count: 'integer' },
+  conflict: `ON CONFLICT (project_id, engine, name) DO UPDATE SET ${[
+    'last_seen_at = excluded.last_seen_at',
+    ...['broker_type', 'pending_count', 'consumer_count'].map((c) => newer('queues', c)),
+    'updated_at = excluded.updated_at',
+  ].join(', ')}`,
+};
+
+/** One row per (project, engine, task id) in `rows` (the caller folds a batch first:
+ * PostgreSQL refuses to update one row twice in a statement). */
+export const upsertTasks = (ex: Executor, rows: TaskRow[]): Promise<unknown> => bulkWrite(ex, TASK_WRITE, rows);
+export const upsertWorkers = (ex: Executor, rows: WorkerRow[]): Promise<unknown> => bulkWrite(ex, WORKER_WRITE, rows);
+export const upsertQueues = (ex: Executor, rows: QueueRow[]): Promise<unknown> => bulkWrite(ex, QUEUE_WRITE, rows);
+
+export async function taskOf(ex: Executor, projectId: string, engine: string, taskId: string): Promise<TaskRow | null> {
+  const t = ex.t.tasks;
+  return (await ex.q.select().from(t).where(and(eq(t.project_id, projectId), eq(t.engine, engine), eq(t.task_id, taskId))))[0] ?? null;
+}
+
+export async function workersOf(ex: Executor, projectId: string): Promise<WorkerRow[]> {
+  const t = ex.t.workers;
+  return ex.q.select().from(t).where(eq(t.project_id, projectId)).orderBy(asc(t.engine), asc(t.name));
+}
+
+export async function queuesOf(ex: Executor, projectId: string): Promise<QueueRow[]> {
+  const t = ex.t.queues;
+  return ex.q.select().from(t).where(eq(t.project_id, projectId)).orderBy(asc(t.engine), asc(t.name));
+}

@@ -1,0 +1,91 @@
+// Background work of the agent transports in one process:
+//   - WebSocket delivery sweep (every 300 ms): pending commands issued in another
+//     process for an agent connected here are pushed; buffered schedule.fire
+//     commands are routed to a connected agent advertising their engine
+//   - revocation sweep (every 2 s): sockets of agents revoked elsewhere are kicked
+//   - idle sockets (every 2 s): no hello in 10 s or silent past SVC_WS_IDLE_TIMEOUT_SECONDS -> 4408
+//   - offline detection (every 5 s), command timeouts (every 5 s), buffer expiry (every 10 s)
+//   - long-poll session and marker expiry (every 60 s), health-history retention (hourly, one leader)
+import { onlineAgentCounts, pruneHealthHistory, revokedAgentsAmong, sweepOfflineAgents } from '../agents/service.ts';
+import { agentsWithPendingCommands } from '../commands/delivery.ts';
+import { bufferedFiresFor, expireBufferedFires, routeBufferedFire, timeOutCommands } from '../commands/service.ts';
+import { isoMicros, nowMicros } from '../lib/clock.ts';
+import { logger } from '../lib/log.ts';
+import { acquireLease } from '../platform/leases.ts';
+import type { AppContext } from '../server/context.ts';
+import { every } from '../server/schedule.ts';
+
+const log = logger('agent.jobs');
+const IN_CHUNK = 500;
+
+/** Pushes pending commands to locally connected agents and routes buffered fires to them. */
+export async function deliverySweep(ctx: AppContext): Promise<void> {
+  const rt = ctx.agentTransport;
+  const ids = rt.sockets.agentIds();
+  for (let i = 0; i < ids.length; i += IN_CHUNK) {
+    for (const agentId of await agentsWithPendingCommands(ctx.db, ids.slice(i, i + IN_CHUNK))) {
+      for (const socket of rt.sockets.of(agentId)) socket.pushCommands();
+    }
+  }
+  const sockets = rt.sockets.all().filter((s) => s.engines.length > 0);
+  if (sockets.length === 0) return;
+  for (const row of await bufferedFiresFor(ctx.db, null, [...new Set(sockets.flatMap((s) => s.engines))])) {
+    const socket = sockets.find((s) => s.projectId === row.project_id && s.engines.includes(row.engine!));
+    if (socket && (await routeBufferedFire(ctx, row.id, socket.agentId))) socket.pushCommands();
+  }
+}
+
+/** Kicks local sockets of agents revoked by another process. */
+export async function revocationSweep(ctx: AppContext): Promise<void> {
+  const rt = ctx.agentTransport;
+  const ids = rt.sockets.agentIds();
+  for (let i = 0; i < ids.length; i += IN_CHUNK) {
+    for (const agentId of await revokedAgentsAmong(ctx.db, ids.slice(i, i + IN_CHUNK))) rt.agentRevoked(agentId);
+  }
+}
+
+export function idleSweep(ctx: AppContext): void {
+  const now = nowMicros();
+  const sockets = ctx.agentTransport.sockets;
+  for (const socket of [...sockets.handshaking, ...sockets.all()]) socket.checkIdle(now);
+}
+
+export async function offlineSweep(ctx: AppContext): Promise<string[]> {
+  const now = nowMicros();
+  const gone = await sweepOfflineAgents(ctx, isoMicros(now), isoMicros(now - ctx.config.SVC_AGENT_OFFLINE_TIMEOUT_SECONDS * 1_000_000));
+  if (gone.length > 0) log.info({ agents: gone.slice(0, 50), count: gone.length }, 'agents went offline');
+  return gone;
+}
+
+export function registerAgentMetrics(ctx: AppContext): void {
+  ctx.metrics.gauge('svc_agents_online', 'Live agents currently online, by project.', ['project'], async function () {
+    this.reset();
+    for (const r of await onlineAgentCounts(ctx.db)) this.set({ project: r.project }, Number(r.n));
+  });
+  ctx.metrics.gauge('svc_ws_connections', 'Agent WebSocket connections held by this process.', [], function () {
+    this.set(ctx.agentTransport.sockets.size);
+  });
+  ctx.metrics.gauge('svc_longpoll_sessions', 'Long-poll sessions held by this process.', [], function () {
+    this.set(ctx.agentTransport.sessions.size);
+  });
+}
+
+export async function startAgentJobs(ctx: AppContext): Promise<void> {
+  registerAgentMetrics(ctx);
+  const c = ctx.config;
+  every(ctx, 'agent-ws-delivery', 300, () => deliverySweep(ctx));
+  every(ctx, 'agent-ws-revocations', 2000, () => revocationSweep(ctx));
+  every(ctx, 'agent-ws-idle', 2000, async () => idleSweep(ctx));
+  every(ctx, 'agent-offline', 5000, async () => void (await offlineSweep(ctx)));
+  every(ctx, 'command-timeouts', 5000, async () => void (await timeOutCommands(ctx.db)));
+  every(ctx, 'schedule-fire-buffer', 10_000, async () => void (await expireBufferedFires(ctx.db)));
+  every(ctx, 'longpoll-sessions', 60_000, async () => ctx.agentTransport.sessions.sweep());
+  every(ctx, 'agent-health-retention', 3600_000, async () => {
+    if (!(await acquireLease(ctx.db, 'agent-health-retention', 2 * 3600_000))) return;
+    const cutoff = isoMicros(nowMicros() - c.SVC_AGENT_HEALTH_RETENTION_DAYS * 86_400_000_000);
+    const n = await pruneHealthHistory(ctx.db, cutoff);
+    if (n > 0) log.info({ pruned: n, cutoff }, 'pruned agent health samples past retention');
+  });
+  // Registered before the HTTP server's hook, so it runs after it: serve.ts closes the sockets first.
+  ctx.lifecycle.onShutdown('agent-sockets', () => ctx.agentTransport.closeAllSockets());
+}
