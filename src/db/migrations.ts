@@ -8,6 +8,8 @@ import f0003s from '../../migrations/sqlite/0003_identity.sql' with { type: 'tex
 import f0003p from '../../migrations/postgres/0003_identity.sql' with { type: 'text' };
 import f0004s from '../../migrations/sqlite/0004_agents.sql' with { type: 'text' };
 import f0004p from '../../migrations/postgres/0004_agents.sql' with { type: 'text' };
+import f0005s from '../../migrations/sqlite/0005_task_listing.sql' with { type: 'text' };
+import f0005p from '../../migrations/postgres/0005_task_listing.sql' with { type: 'text' };
 
 export interface MigrationSource {
   revision: string;
@@ -21,4 +23,5 @@ export const MIGRATIONS: MigrationSource[] = [
   { revision: '0002', name: 'audit', sqlite: f0002s, postgres: f0002p },
   { revision: '0003', name: 'identity', sqlite: f0003s, postgres: f0003p },
   { revision: '0004', name: 'agents', sqlite: f0004s, postgres: f0004p },
+  { revision: '0005', name: 'task_listing', sqlite: f0005s, postgres: f0005p },
 ];

@@ -44,7 +44,14 @@ export const notFound = (what = 'resource', details?: Record<string, unknown>) =
   new ApiError(404, 'not_found', `${what} not found`, details);
 export const conflict = (message: string, details?: Record<string, unknown>, error = 'conflict') =>
   new ApiError(409, error, message, details);
-export const validationFailed = (fields: { path: string; message: string }[]) =>
+export interface FieldError {
+  path: string;
+  message: string;
+  location?: string;
+  code?: string;
+}
+
+export const validationFailed = (fields: FieldError[]) =>
   new ApiError(422, 'validation_failed', `request failed validation (${fields.length} field${fields.length === 1 ? '' : 's'})`, {
     fields,
   });

@@ -1,6 +1,9 @@
 // Composition root: turns loaded settings into an AppContext and an app.
 // Every area's routes are listed here, in one place.
 import { activityRoutes } from '../activity/routes.ts';
+import { agentRoutes } from '../agents/routes.ts';
+import { commandRoutes } from '../commands/routes.ts';
+import { taskRoutes } from '../tasks/routes.ts';
 import { adminRoutes } from '../admin/routes.ts';
 import { auditRoutes } from '../audit/routes.ts';
 import { AuditService } from '../audit/service.ts';
@@ -54,7 +57,7 @@ export function createContext(loaded: LoadedConfig, db: Db): AppContext {
 }
 
 export function buildServiceApp(ctx: AppContext) {
-  return buildApp(ctx, [healthRoutes, metricsRoutes, openapiRoutes, setupRoutes, authRoutes, userRoutes, projectRoutes, activityRoutes, adminRoutes, auditRoutes, agentTransportRoutes], {
+  return buildApp(ctx, [healthRoutes, metricsRoutes, openapiRoutes, setupRoutes, authRoutes, userRoutes, projectRoutes, activityRoutes, adminRoutes, auditRoutes, agentRoutes, commandRoutes, taskRoutes, agentTransportRoutes], {
     fallback: (_request, path) => dashboardResponse(path),
   });
 }

@@ -4,7 +4,8 @@
 // depths and worker details in adapter_health.
 import type { Executor } from '../db/connect.ts';
 import type { EventRecord } from '../ingest/events.ts';
-import { LATEST_WINS, queuesOf, taskOf, upsertQueues, upsertTasks, upsertWorkers, workersOf, type QueueRow, type TaskRow, type WorkerRow } from './store.ts';
+import { notFound, validationFailed } from '../http/errors.ts';
+import { LATEST_WINS, queuesOf, taskOf, tasksPage, upsertQueues, upsertTasks, upsertWorkers, workersOf, type QueueRow, type TaskRow, type WorkerRow } from './store.ts';
 import type { TaskState } from './tables.ts';
 
 export type { QueueRow, TaskRow, WorkerRow };
@@ -235,3 +236,72 @@ const byKey = <T>(rows: T[], key: (r: T) => string): Map<string, T> => new Map(r
 export const findTask = (ex: Executor, projectId: string, engine: string, taskId: string) => taskOf(ex, projectId, engine, taskId);
 export const listWorkers = (ex: Executor, projectId: string) => workersOf(ex, projectId);
 export const listQueues = (ex: Executor, projectId: string) => queuesOf(ex, projectId);
+
+export interface TaskPublic {
+  id: string;
+  project_id: string;
+  engine: string;
+  task_id: string;
+  name: string | null;
+  queue: string | null;
+  state: TaskState;
+  priority: string | null;
+  args: unknown;
+  kwargs: unknown;
+  result: unknown;
+  exception: string | null;
+  traceback: string | null;
+  retry_count: number;
+  eta: string | null;
+  received_at: string | null;
+  started_at: string | null;
+  finished_at: string | null;
+  runtime_ms: number | null;
+  worker_name: string | null;
+  parent_task_id: string | null;
+  root_task_id: string | null;
+  tags: string[];
+  created_at: string;
+  updated_at: string;
+}
+
+export function toTaskPublic(t: TaskRow): TaskPublic {
+  const { state_tier: _tier, state_at: _at, ...rest } = t;
+  return { ...rest, runtime_ms: t.runtime_ms === null ? null : Number(t.runtime_ms) };
+}
+
+export interface TaskQuery {
+  state?: string;
+  engine?: string;
+  queue?: string;
+  worker?: string;
+  name?: string;
+  since?: string;
+  until?: string;
+  cursor?: string;
+  limit?: number;
+}
+
+const CURSOR_RE = /^(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}\+00:00)\|(.{1,64})$/;
+
+/** One page of tasks, newest first; `next_cursor` continues it. */
+export async function listTasks(ex: Executor, projectId: string, q: TaskQuery): Promise<{ items: TaskPublic[]; next_cursor: string | null }> {
+  const limit = q.limit ?? 50;
+  let before: { created_at: string; id: string } | undefined;
+  if (q.cursor) {
+    const m = CURSOR_RE.exec(q.cursor);
+    if (!m) throw validationFailed([{ location: 'query', path: '/cursor', message: 'is not a cursor this endpoint returned' }]);
+    before = { created_at: m[1]!, id: m[2]! };
+  }
+  const rows = await tasksPage(ex, projectId, { ...q, ...(before ? { before } : {}), limit: limit + 1 });
+  const page = rows.slice(0, limit);
+  const last = page[page.length - 1];
+  return { items: page.map(toTaskPublic), next_cursor: rows.length > limit && last ? `${last.created_at}|${last.id}` : null };
+}
+
+/** One task of the project; 404 when unknown. */
+export async function getTask(ex: Executor, projectId: string, engine: string, taskId: string): Promise<TaskPublic> {
+  const row = await taskOf(ex, projectId, engine, taskId);
+  if (!row) throw notFound('task');
+  return toTaskPublic(row);
+}

@@ -1,7 +1,7 @@
 // Queries of the task, worker and queue projections. Upserts merge in SQL
 // (ON CONFLICT ... DO UPDATE with CASE/COALESCE) so concurrent batches from
 // several agents about one task never lose each other's fields.
-import { and, asc, eq } from 'drizzle-orm';
+import { and, asc, desc, eq, sql } from 'drizzle-orm';
 import { bulkWrite, type BulkWrite } from '../db/bulk.ts';
 import type { Executor } from '../db/connect.ts';
 
@@ -89,4 +89,41 @@ export async function workersOf(ex: Executor, projectId: string): Promise<Worker
 export async function queuesOf(ex: Executor, projectId: string): Promise<QueueRow[]> {
   const t = ex.t.queues;
   return ex.q.select().from(t).where(eq(t.project_id, projectId)).orderBy(asc(t.engine), asc(t.name));
+}
+
+export interface TaskFilter {
+  state?: string;
+  engine?: string;
+  queue?: string;
+  worker?: string;
+  /** Case-insensitive substring of the task name (a literal: % and _ match themselves). */
+  name?: string;
+  /** created_at bounds (first seen). */
+  since?: string;
+  until?: string;
+  before?: { created_at: string; id: string };
+  limit: number;
+}
+
+/** Tasks newest first (by when svc first heard of them), keyset-paged. */
+export async function tasksPage(ex: Executor, projectId: string, f: TaskFilter): Promise<TaskRow[]> {
+  const t = ex.t.tasks;
+  const conds = [eq(t.project_id, projectId)];
+  if (f.state) conds.push(eq(t.state, f.state as TaskRow['state']));
+  if (f.engine) conds.push(eq(t.engine, f.engine));
+  if (f.queue) conds.push(eq(t.queue, f.queue));
+  if (f.worker) conds.push(eq(t.worker_name, f.worker));
+  if (f.name) {
+    const literal = f.name.toLowerCase().replace(/[\\%_]/g, (c) => `\\${c}`);
+    conds.push(sql`lower(${t.name}) LIKE ${`%${literal}%`} ESCAPE '\\'`);
+  }
+  if (f.since) conds.push(sql`${t.created_at} >= ${f.since}`);
+  if (f.until) conds.push(sql`${t.created_at} < ${f.until}`);
+  if (f.before) conds.push(sql`(${t.created_at}, ${t.id}) < (${f.before.created_at}, ${f.before.id})`);
+  return ex.q
+    .select()
+    .from(t)
+    .where(and(...conds))
+    .orderBy(desc(t.created_at), desc(t.id))
+    .limit(f.limit);
 }
