@@ -40,20 +40,21 @@ const j = (s: string | null): string => (s === null ? 'null' : PLAIN.test(s) ? `
 
 /** Sorted-key JSON of the covered fields, the same text sortedJson() gives.
  * Written out by hand (the keys are fixed and already in sorted order):
- * verification runs this for every row. */
-export function rowCanonical(row: Omit<AuditRow, 'row_hmac' | 'user_id'>): string {
+ * verification runs this for every row. `metadataJson` may carry the stored
+ * metadata text when it is already sortedJson's (see storedMetadataJson). */
+export function rowCanonical(row: Omit<AuditRow, 'row_hmac' | 'user_id'>, metadataJson = sortedJson(row.metadata)): string {
   return (
     `{"action":${j(row.action)},"actor_digest":${j(row.actor_digest)},"api_key_id":${j(row.api_key_id)}` +
     `,"chain_generation":${j(row.chain_generation)},"event_id":${j(row.event_id)},"hmac_key_id":${j(row.hmac_key_id)}` +
-    `,"id":${j(row.id)},"metadata":${sortedJson(row.metadata)},"occurred_at":${j(row.occurred_at)},"outcome":${j(row.outcome)}` +
+    `,"id":${j(row.id)},"metadata":${metadataJson},"occurred_at":${j(row.occurred_at)},"outcome":${j(row.outcome)}` +
     `,"prev_row_hmac":${j(row.prev_row_hmac)},"project_id":${j(row.project_id)},"result":${j(row.result)}` +
     `,"source_ip":${j(row.source_ip)},"target_id":${j(row.target_id)},"target_type":${j(row.target_type)}` +
     `,"user_agent":${j(row.user_agent)},"v":${ROW_FORMAT}}`
   );
 }
 
-export const rowHmac = (secret: string, row: Omit<AuditRow, 'row_hmac' | 'user_id'>): string =>
-  hmacHex(secret, `svc/audit-chain/row/v1\0${rowCanonical(row)}`);
+export const rowHmac = (secret: string, row: Omit<AuditRow, 'row_hmac' | 'user_id'>, metadataJson?: string): string =>
+  hmacHex(secret, `svc/audit-chain/row/v1\0${rowCanonical(row, metadataJson)}`);
 
 export const actorDigest = (secret: string, userId: string): string => hmacHex(secret, `svc/audit-chain/actor/v1\0${userId}`);
 

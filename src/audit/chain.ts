@@ -8,7 +8,7 @@ import { safeEqual } from '../lib/crypto.ts';
 import type { Executor } from '../db/connect.ts';
 import { actorDigest, rowHmac, STATE_FORMAT, stateMac, type AuditRow, type ChainStatePayload } from './canonical.ts';
 import type { Keyring } from './keyring.ts';
-import { countRows, insertRow, loadState, lockChain, saveState, type StoredState } from './store.ts';
+import { countRows, insertRow, loadState, lockChain, saveState, storedMetadataJson, type StoredState } from './store.ts';
 
 export class AuditChainError extends Error {}
 
@@ -36,8 +36,12 @@ const cut = (s: string | null | undefined, n: number): string | null => (s == nu
 export function rowProblem(row: AuditRow, keyring: Keyring): string | null {
   const key = keyring.get(row.hmac_key_id);
   if (!key) return `signed with key ${row.hmac_key_id.slice(0, 12)}…, which is not configured`;
-  // rowHmac reads only the covered fields, so the row goes in as it is.
-  if (!safeEqual(rowHmac(key.secret, row), row.row_hmac)) return 'contents do not match its row_hmac (the row was altered)';
+  // rowHmac reads only the covered fields, so the row goes in as it is. The
+  // stored metadata text is tried first: rows are written with the canonical
+  // text, which spares re-sorting it; a match proves it is the signed text.
+  const stored = storedMetadataJson(row);
+  const macOk = (stored !== undefined && safeEqual(rowHmac(key.secret, row, stored), row.row_hmac)) || safeEqual(rowHmac(key.secret, row), row.row_hmac);
+  if (!macOk) return 'contents do not match its row_hmac (the row was altered)';
   if (row.user_id !== null && (row.actor_digest === null || !safeEqual(actorDigest(key.secret, row.user_id), row.actor_digest))) {
     return 'user_id does not match the signed actor';
   }

@@ -1,6 +1,7 @@
 // Queries of the audit tables, for both dialects.
 import { sql } from 'drizzle-orm';
 import type { Executor } from '../db/connect.ts';
+import { sortedJson } from '../lib/sorted-json.ts';
 import type { AuditRow, ChainStatePayload } from './canonical.ts';
 
 export const STATE_ID = 'audit-chain';
@@ -40,16 +41,16 @@ const STATE_COLUMNS = [
   'state_mac',
 ] as const;
 
-/** A JSON value as a statement parameter: text for SQLite, jsonb for PostgreSQL. */
-const jsonParam = (ex: Executor, value: unknown) =>
-  ex.dialect === 'postgres' ? sql`CAST(${JSON.stringify(value)} AS jsonb)` : sql`${JSON.stringify(value)}`;
-
 const parsed = <T>(v: unknown): T => (typeof v === 'string' ? JSON.parse(v) : v) as T;
 
+/** `?` placeholders for `columns`, JSON ones cast to jsonb on PostgreSQL (SQLite stores the text). */
+const placeholders = (columns: readonly string[], json: string, dialect: 'sqlite' | 'postgres'): string =>
+  columns.map((c) => (c === json && dialect === 'postgres' ? 'CAST(? AS jsonb)' : '?')).join(', ');
+
+const LOAD_STATE = `SELECT ${STATE_COLUMNS.join(', ')} FROM audit_chain_state WHERE singleton_id = ?`;
+
 export async function loadState(ex: Executor): Promise<StoredState | null> {
-  const [row] = await ex.all<Record<string, unknown>>(
-    sql`SELECT ${sql.raw(STATE_COLUMNS.join(', '))} FROM audit_chain_state WHERE singleton_id = ${STATE_ID}`,
-  );
+  const [row] = await ex.query<Record<string, unknown>>(LOAD_STATE, [STATE_ID]);
   if (!row) return null;
   return {
     ...(row as unknown as StoredState),
@@ -59,13 +60,15 @@ export async function loadState(ex: Executor): Promise<StoredState | null> {
   };
 }
 
+const saveStateText = (dialect: 'sqlite' | 'postgres') =>
+  `INSERT INTO audit_chain_state (singleton_id, ${STATE_COLUMNS.join(', ')}, updated_at) ` +
+  `VALUES (?, ${placeholders(STATE_COLUMNS, 'active_key_counts', dialect)}, ?) ON CONFLICT (singleton_id) DO UPDATE SET ` +
+  [...STATE_COLUMNS, 'updated_at'].map((c) => `${c} = excluded.${c}`).join(', ');
+const SAVE_STATE = { sqlite: saveStateText('sqlite'), postgres: saveStateText('postgres') };
+
 export async function saveState(ex: Executor, state: StoredState, updatedAt: string): Promise<void> {
-  const values = STATE_COLUMNS.map((c) => (c === 'active_key_counts' ? jsonParam(ex, state[c]) : sql`${state[c]}`));
-  const names = sql.raw(`singleton_id, ${STATE_COLUMNS.join(', ')}, updated_at`);
-  const updates = sql.raw([...STATE_COLUMNS, 'updated_at'].map((c) => `${c} = excluded.${c}`).join(', '));
-  await ex.run(
-    sql`INSERT INTO audit_chain_state (${names}) VALUES (${STATE_ID}, ${sql.join(values, sql`, `)}, ${updatedAt}) ON CONFLICT (singleton_id) DO UPDATE SET ${updates}`,
-  );
+  const values = STATE_COLUMNS.map((c) => (c === 'active_key_counts' ? JSON.stringify(state[c]) : state[c]));
+  await ex.query(SAVE_STATE[ex.dialect], [STATE_ID, ...values, updatedAt]);
 }
 
 const ROW_COLUMNS = [
@@ -90,10 +93,20 @@ const ROW_COLUMNS = [
   'chain_generation',
 ] as const;
 
+const insertRowText = (dialect: 'sqlite' | 'postgres') =>
+  `INSERT INTO audit_log (${ROW_COLUMNS.join(', ')}) VALUES (${placeholders(ROW_COLUMNS, 'metadata', dialect)})`;
+const INSERT_ROW = { sqlite: insertRowText('sqlite'), postgres: insertRowText('postgres') };
+
+/** Rows are stored with their metadata as canonical (sorted-key) text, so
+ * that verification on SQLite can MAC the stored text as it is. */
 export async function insertRow(ex: Executor, row: AuditRow): Promise<void> {
-  const values = ROW_COLUMNS.map((c) => (c === 'metadata' ? jsonParam(ex, row.metadata) : sql`${row[c]}`));
-  await ex.run(sql`INSERT INTO audit_log (${sql.raw(ROW_COLUMNS.join(', '))}) VALUES (${sql.join(values, sql`, `)})`);
+  await ex.query(INSERT_ROW[ex.dialect], ROW_COLUMNS.map((c) => (c === 'metadata' ? sortedJson(row.metadata) : row[c])));
 }
+
+const metadataText = new WeakMap<AuditRow, string>();
+
+/** The metadata text a row was read with (SQLite; PostgreSQL's jsonb has its own key order). */
+export const storedMetadataJson = (row: AuditRow): string | undefined => metadataText.get(row);
 
 export async function countRows(ex: Executor): Promise<number> {
   const [r] = await ex.all<{ n: number }>(sql`SELECT COUNT(*) AS n FROM audit_log`);
@@ -118,7 +131,11 @@ export async function rowsAfter(
     sql`SELECT ${COLUMNS} FROM audit_log WHERE ${gen}${cursor} ORDER BY occurred_at, id LIMIT ${limit}`,
   );
   // SQLite hands JSON back as text; PostgreSQL's jsonb arrives parsed.
-  for (const r of rows) if (typeof r.metadata === 'string') r.metadata = JSON.parse(r.metadata);
+  for (const r of rows) {
+    if (typeof r.metadata !== 'string') continue;
+    metadataText.set(r, r.metadata);
+    r.metadata = JSON.parse(r.metadata);
+  }
   return rows;
 }
 

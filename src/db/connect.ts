@@ -31,6 +31,10 @@ export interface Executor {
   readonly t: Tables;
   all<T = Record<string, unknown>>(query: SQL): Promise<T[]>;
   run(query: SQL): Promise<void>;
+  /** A fixed statement with `?` placeholders (no literal question marks in
+   * the text) and its parameters. For the hottest paths: SQLite runs it as a
+   * cached prepared statement without building a drizzle SQL object. */
+  query<T = Record<string, unknown>>(text: string, params: unknown[]): Promise<T[]>;
 }
 
 export interface Tx extends Executor {
@@ -59,7 +63,19 @@ export class DatabaseMissingError extends Error {}
 
 const current = new AsyncLocalStorage<Tx>();
 
-function executor(dialect: Dialect, q: Q, t: Tables, raw: (query: SQL) => Promise<unknown[]>): Executor {
+type Raw = (query: SQL) => Promise<unknown[]>;
+type Statement = (text: string, params: unknown[]) => Promise<unknown[]>;
+
+/** `?`-placeholder text as a drizzle SQL object (the PostgreSQL side of query()). */
+function placeholdersToSql(text: string, params: unknown[]): SQL {
+  const parts = text.split('?');
+  if (parts.length !== params.length + 1) throw new Error(`statement has ${parts.length - 1} placeholders for ${params.length} parameters`);
+  const chunks: SQL[] = [sql.raw(parts[0]!)];
+  params.forEach((p, i) => chunks.push(sql`${p}`, sql.raw(parts[i + 1]!)));
+  return sql.join(chunks);
+}
+
+function executor(dialect: Dialect, q: Q, t: Tables, raw: Raw, statement: Statement = (text, params) => raw(placeholdersToSql(text, params))): Executor {
   return {
     dialect,
     q,
@@ -68,6 +84,7 @@ function executor(dialect: Dialect, q: Q, t: Tables, raw: (query: SQL) => Promis
     run: async (query: SQL) => {
       await raw(query);
     },
+    query: async <T>(text: string, params: unknown[]) => (await statement(text, params)) as T[],
   };
 }
 
@@ -113,20 +130,26 @@ function openSqlite(target: Extract<DatabaseTarget, { dialect: 'sqlite' }>, opti
   // Raw SQL runs through prepared statements cached per connection: the hot
   // paths (audit appends, frame ingest) repeat the same few statements.
   const compiler = (writerQ as unknown as { dialect: { sqlToQuery(q: SQL): { sql: string; params: unknown[] } } }).dialect;
-  const rawOn = (conn: Database) => {
+  const sqliteOn = (conn: Database): [Raw, Statement] => {
     const cache = new Map<string, ReturnType<Database['prepare']>>();
-    return async (query: SQL) => {
-      const { sql: text, params } = compiler.sqlToQuery(query);
-      let statement = cache.get(text);
-      if (!statement) {
+    const statement: Statement = async (text, params) => {
+      let prepared = cache.get(text);
+      if (!prepared) {
         if (cache.size >= 256) cache.delete(cache.keys().next().value!);
-        cache.set(text, (statement = conn.prepare(text)));
+        cache.set(text, (prepared = conn.prepare(text)));
       }
-      return statement.all(...(params as never[])) as unknown[];
+      // bun:sqlite would bind missing parameters as NULL.
+      if (prepared.paramsCount !== params.length) throw new Error(`statement has ${prepared.paramsCount} placeholders for ${params.length} parameters`);
+      return prepared.all(...(params as never[])) as unknown[];
     };
+    const raw: Raw = (query) => {
+      const { sql: text, params } = compiler.sqlToQuery(query);
+      return statement(text, params);
+    };
+    return [raw, statement];
   };
-  const reader = executor('sqlite', readerQ, t, rawOn(readerConn));
-  const writer = executor('sqlite', writerQ, t, rawOn(writerConn));
+  const reader = executor('sqlite', readerQ, t, ...sqliteOn(readerConn));
+  const writer = executor('sqlite', writerQ, t, ...sqliteOn(writerConn));
   const lock = new Mutex();
   return {
     ...reader,

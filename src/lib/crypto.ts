@@ -27,12 +27,15 @@ export const sha256Hex = (data: string | Uint8Array): string => createHash('sha2
 export const randomToken = (bytes = 32): string => randomBytes(bytes).toString('base64url');
 
 /** Constant-time equality of two strings. Equal lengths (the usual case:
- * MACs and tokens have fixed, public lengths) compare the bytes directly;
+ * MACs and tokens have fixed, public lengths) compare every UTF-16 unit with
+ * no early exit (no Buffers: audit verification calls this for every row);
  * otherwise both sides are hashed first so the comparison time says nothing. */
 export function safeEqual(a: string, b: string): boolean {
-  const ba = Buffer.from(a);
-  const bb = Buffer.from(b);
-  if (ba.length === bb.length) return timingSafeEqual(ba, bb);
-  timingSafeEqual(createHash('sha256').update(ba).digest(), createHash('sha256').update(bb).digest());
+  if (a.length === b.length) {
+    let diff = 0;
+    for (let i = 0; i < a.length; i++) diff |= a.charCodeAt(i) ^ b.charCodeAt(i);
+    return diff === 0;
+  }
+  timingSafeEqual(createHash('sha256').update(a).digest(), createHash('sha256').update(b).digest());
   return false;
 }

@@ -73,6 +73,19 @@ describe(`audit chain on ${testDialect()}`, () => {
     expect(report.firstBadRowId).toBe(other.id);
   });
 
+  test('metadata is stored as canonical text; the same content spelled differently still verifies', async () => {
+    const row = await audit().record(db(), { action: 'meta.order', metadata: { zeta: 1, alpha: { b: [1, 'x'], a: null } } });
+    const [stored] = await db().query<{ metadata: unknown }>('SELECT metadata FROM audit_log WHERE id = ?', [row.id]);
+    if (db().dialect === 'sqlite') expect(stored!.metadata).toBe('{"alpha":{"a":null,"b":[1,"x"]},"zeta":1}');
+    else expect(stored!.metadata).toEqual({ zeta: 1, alpha: { b: [1, 'x'], a: null } });
+    await tamper(db(), [
+      db().dialect === 'postgres'
+        ? `UPDATE audit_log SET metadata = '{ "zeta": 1, "alpha": {"b": [1, "x"], "a": null} }'::jsonb WHERE id = '${row.id}'`
+        : `UPDATE audit_log SET metadata = '{ "zeta": 1, "alpha": {"b": [1, "x"], "a": null} }' WHERE id = '${row.id}'`,
+    ]);
+    expect((await verifyChain(db(), keyring())).clean).toBe(true);
+  });
+
   describe('tampering is caught and the row is named', () => {
     test('changed metadata', async () => {
       const ids = await appendMany(db(), audit(), 10);

@@ -57,6 +57,14 @@ describe(`storage on ${testDialect()}`, () => {
     expect(seen).toEqual(['committed']);
   });
 
+  test('query() binds ? placeholders in order, inside and outside transactions, and refuses a miscount', async () => {
+    await db.tx((tx) => tx.query('INSERT INTO svc_meta (key, value) VALUES (?, ?)', ['contract.q', 'v?1']));
+    expect(await db.query('SELECT key, value FROM svc_meta WHERE key = ? AND value = ?', ['contract.q', 'v?1'])).toEqual([{ key: 'contract.q', value: 'v?1' }]);
+    expect(await db.query('SELECT key FROM svc_meta WHERE key = ?', ['contract.none'])).toEqual([]);
+    await expect(db.query('SELECT key FROM svc_meta WHERE key = ?', [])).rejects.toThrow('1 placeholders for 0 parameters');
+    await expect(db.query('SELECT key FROM svc_meta WHERE key = ?', ['a', 'b'])).rejects.toThrow('1 placeholders for 2 parameters');
+  });
+
   test('a nested tx() joins the open transaction', async () => {
     await expect(
       db.tx(async (outer) => {
