@@ -16,6 +16,13 @@ import { COMMAND_STATUSES, getCommand, issueCommand, listCommands, type CommandS
 const Slug = t.Object({ slug: t.String({ minLength: 1, maxLength: 63 }) });
 const Uuid = Type.String({ format: 'uuid' });
 const IdempotencyKey = Type.Optional(Type.String({ minLength: 1, maxLength: 200 }));
+/** The body fields every task command shares. */
+const TaskTarget = {
+  engine: Type.String({ minLength: 1, maxLength: 40 }),
+  task_id: Type.String({ minLength: 1, maxLength: 200 }),
+  agent_id: Type.Optional(Uuid),
+  idempotency_key: IdempotencyKey,
+};
 /** Actions that destroy queued work need the project's admin role. */
 const ADMIN_ACTIONS = new Set(['purge_queue']);
 
@@ -32,6 +39,30 @@ export const commandRoutes = (ctx: AppContext) => {
     const agent = (await onlineAgentsOfProject(ctx.db, projectId)).find((a) => a.engine_adapters.includes(engine));
     if (!agent) throw conflict(`no online agent advertises the ${engine} engine; pass agent_id to choose one`, { engine }, 'no_agent');
     return agent.id;
+  };
+
+  /** Issues a command aimed at one task, built from the route's body. */
+  const issueForTask = async (
+    request: Request,
+    slug: string,
+    action: string,
+    body: { engine: string; task_id: string; agent_id?: string; idempotency_key?: string },
+    payload: (projectId: string) => Promise<Record<string, unknown>>,
+  ) => {
+    const { who, project } = await access(request, slug, true, action);
+    return issueCommand(
+      ctx,
+      {
+        projectId: project.id,
+        agentId: await agentFor(project.id, body.engine, body.agent_id),
+        action,
+        targetType: 'task',
+        targetId: `${body.engine}:${body.task_id}`,
+        payload: await payload(project.id),
+        idempotencyKey: body.idempotency_key ?? null,
+      },
+      actorOf(ctx, request, who),
+    );
   };
 
   return new Elysia({ prefix: '/api/v1/projects/:slug/commands', detail: { tags: ['commands'] } })
@@ -91,44 +122,30 @@ export const commandRoutes = (ctx: AppContext) => {
     .post(
       '/retry-task',
       async ({ request, params, body, set }) => {
-        const { who, project } = await access(request, params.slug, true, 'retry_task');
-        const task = await findTask(ctx.db, project.id, body.engine, body.task_id);
         set.status = 202;
-        return issueCommand(
-          ctx,
-          {
-            projectId: project.id,
-            agentId: await agentFor(project.id, body.engine, body.agent_id),
-            action: 'retry_task',
-            targetType: 'task',
-            targetId: `${body.engine}:${body.task_id}`,
-            // Retry by reference: the agent replays the task from its own engine; svc never sends stored arguments.
-            payload: {
-              engine: body.engine,
-              task_id: body.task_id,
-              task_name: task?.name ?? null,
-              args: null,
-              kwargs: null,
-              override_args: body.override_args ?? null,
-              override_kwargs: body.override_kwargs ?? null,
-              eta_seconds: body.eta_seconds ?? null,
-              priority: task?.priority ?? null,
-            },
-            idempotencyKey: body.idempotency_key ?? null,
-          },
-          actorOf(ctx, request, who),
-        );
+        return issueForTask(request, params.slug, 'retry_task', body, async (projectId) => {
+          const task = await findTask(ctx.db, projectId, body.engine, body.task_id);
+          // Retry by reference: the agent replays the task from its own engine; svc never sends stored arguments.
+          return {
+            engine: body.engine,
+            task_id: body.task_id,
+            task_name: task?.name ?? null,
+            args: null,
+            kwargs: null,
+            override_args: body.override_args ?? null,
+            override_kwargs: body.override_kwargs ?? null,
+            eta_seconds: body.eta_seconds ?? null,
+            priority: task?.priority ?? null,
+          };
+        });
       },
       {
         params: Slug,
         body: Body({
-          engine: Type.String({ minLength: 1, maxLength: 40 }),
-          task_id: Type.String({ minLength: 1, maxLength: 200 }),
-          agent_id: Type.Optional(Uuid),
+          ...TaskTarget,
           override_args: Type.Optional(Type.Array(Type.Unknown(), { maxItems: 256 })),
           override_kwargs: Type.Optional(Type.Record(Type.String(), Type.Unknown())),
           eta_seconds: Type.Optional(Type.Integer({ minimum: 0, maximum: 86400 })),
-          idempotency_key: IdempotencyKey,
         }),
         detail: { summary: 'Retry a task (retry_task); without agent_id an online agent advertising the engine is chosen' },
       },
@@ -136,31 +153,9 @@ export const commandRoutes = (ctx: AppContext) => {
     .post(
       '/cancel-task',
       async ({ request, params, body, set }) => {
-        const { who, project } = await access(request, params.slug, true, 'cancel_task');
         set.status = 202;
-        return issueCommand(
-          ctx,
-          {
-            projectId: project.id,
-            agentId: await agentFor(project.id, body.engine, body.agent_id),
-            action: 'cancel_task',
-            targetType: 'task',
-            targetId: `${body.engine}:${body.task_id}`,
-            payload: { engine: body.engine, task_id: body.task_id },
-            idempotencyKey: body.idempotency_key ?? null,
-          },
-          actorOf(ctx, request, who),
-        );
+        return issueForTask(request, params.slug, 'cancel_task', body, async () => ({ engine: body.engine, task_id: body.task_id }));
       },
-      {
-        params: Slug,
-        body: Body({
-          engine: Type.String({ minLength: 1, maxLength: 40 }),
-          task_id: Type.String({ minLength: 1, maxLength: 200 }),
-          agent_id: Type.Optional(Uuid),
-          idempotency_key: IdempotencyKey,
-        }),
-        detail: { summary: 'Cancel (revoke) a task (cancel_task)' },
-      },
+      { params: Slug, body: Body(TaskTarget), detail: { summary: 'Cancel (revoke) a task (cancel_task)' } },
     );
 };

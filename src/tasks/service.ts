@@ -5,7 +5,7 @@
 import type { Executor } from '../db/connect.ts';
 import type { EventRecord } from '../ingest/events.ts';
 import { notFound, validationFailed } from '../http/errors.ts';
-import { LATEST_WINS, queuesOf, taskOf, tasksPage, upsertQueues, upsertTasks, upsertWorkers, workersOf, type QueueRow, type TaskRow, type WorkerRow } from './store.ts';
+import { LATEST_WINS, queuesOf, taskOf, tasksPage, upsertQueues, upsertTasks, upsertWorkers, workersOf, type QueueRow, type TaskFilter, type TaskRow, type WorkerRow } from './store.ts';
 import type { TaskState } from './tables.ts';
 
 export type { QueueRow, TaskRow, WorkerRow };
@@ -270,17 +270,8 @@ export function toTaskPublic(t: TaskRow): TaskPublic {
   return { ...rest, runtime_ms: t.runtime_ms === null ? null : Number(t.runtime_ms) };
 }
 
-export interface TaskQuery {
-  state?: string;
-  engine?: string;
-  queue?: string;
-  worker?: string;
-  name?: string;
-  since?: string;
-  until?: string;
-  cursor?: string;
-  limit?: number;
-}
+/** The list route's query: the store's filter, with a cursor string and an optional limit. */
+export type TaskQuery = Omit<TaskFilter, 'before' | 'limit'> & { cursor?: string; limit?: number };
 
 const CURSOR_RE = /^(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}\+00:00)\|(.{1,64})$/;
 

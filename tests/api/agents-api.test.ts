@@ -128,10 +128,31 @@ describe('tasks and commands', () => {
     const noAgent = await operator.call('POST', '/api/v1/projects/default/commands/retry-task', { body: { engine: 'celery', task_id: 'bad-1' } });
     expect(noAgent.status).toBe(409);
     expect(noAgent.body.error).toBe('no_agent');
+    // A retry is by reference: the task's name from svc's records, never its stored arguments.
+    const retry = await operator.call('POST', '/api/v1/projects/default/commands/retry-task', { body: { engine: 'celery', task_id: 'bad-1', agent_id: agent.agentId, eta_seconds: 5 } });
+    expect(retry.status).toBe(202);
+    expect(retry.body).toMatchObject({ action: 'retry_task', target_id: 'celery:bad-1', payload: { task_name: 'app.explode', args: null, kwargs: null, override_args: null, eta_seconds: 5 } });
+    // Bad bodies are refused with nothing stored.
+    const before = (await viewer.call('GET', '/api/v1/projects/default/commands')).body.items.length;
+    for (const body of [
+      { engine: 'celery', task_id: 'bad-1', agent_id: agent.agentId, surprise: 1 },
+      { engine: 'celery', task_id: 'bad-1', agent_id: agent.agentId, eta_seconds: 86401 },
+      { engine: 'celery', task_id: '', agent_id: agent.agentId },
+      { engine: 'celery', task_id: 'bad-1', agent_id: 'not-a-uuid' },
+    ]) {
+      const refused = await operator.call('POST', '/api/v1/projects/default/commands/retry-task', { body });
+      expect(refused.status).toBe(422);
+      expect(refused.body.error).toBe('validation_failed');
+    }
+    const foreign = await operator.call('POST', '/api/v1/projects/default/commands/cancel-task', { body: { engine: 'celery', task_id: 'bad-1', agent_id: crypto.randomUUID() } });
+    expect(foreign.status).toBe(404);
+    expect((await viewer.call('GET', '/api/v1/projects/default/commands')).body.items).toHaveLength(before);
     // The agent polls, acknowledges and answers.
     const polled = await agent.poll({ wait: 0 });
-    const [frame] = agent.verifyAll(polled.body.frames);
-    expect(frame).toMatchObject({ type: 'command', id: issued.body.id, payload: { action: 'cancel_task' } });
+    // (This poll declared no retry contract, so the retry is held back for an agent that does.)
+    const frames = agent.verifyAll(polled.body.frames);
+    expect(frames).toHaveLength(1);
+    expect(frames[0]).toMatchObject({ type: 'command', id: issued.body.id, payload: { action: 'cancel_task' } });
     const up = await agent.upload([agent.ack(issued.body.id), agent.result(issued.body.id, 'success', { revoked: true })]);
     expect(up.body.accepted).toBe(2);
     const done = await viewer.call('GET', `/api/v1/projects/default/commands/${issued.body.id}`);
