@@ -3,13 +3,9 @@
 // readable server errors and a session revoked from elsewhere. The tests share one installation and run in
 // order; each saves a screenshot of its page into test-results/screenshots/.
 import { expect, request as playwrightRequest, test, type BrowserContext, type Page } from '@playwright/test';
-import { decodeBase32IgnorePadding } from '@oslojs/encoding';
-import { generateTOTP } from '@oslojs/otp';
-import { mkdirSync } from 'node:fs';
-import { fileURLToPath } from 'node:url';
+import { nav, screenshot, totpOf } from './browser.ts';
 import { ageMfaVerifications, startSvc, type Svc } from './svc.ts';
 
-const SHOTS = fileURLToPath(new URL('../../test-results/screenshots/', import.meta.url));
 const ADMIN = { email: 'admin@example.com', password: 'Correct-Horse-Battery-9', name: 'Ada Admin' };
 const INVITEE = { email: 'ops@example.com', password: 'Staple-Orbit-Lantern-42', name: 'Otto Ops' };
 
@@ -21,14 +17,8 @@ let page: Page;
 let totpSecret = '';
 let inviteLink = '';
 
-const totp = () => generateTOTP(decodeBase32IgnorePadding(totpSecret), 30, 6);
-/** A full-page screenshot from the top (so the sticky sidebar sits where a person first sees it). */
-async function shot(name: string, p: Page = page) {
-  await p.evaluate(() => window.scrollTo(0, 0));
-  await p.screenshot({ path: `${SHOTS}${name}.png`, fullPage: true });
-}
-/** The sidebar link of a page (the shell's main navigation). */
-const nav = (p: Page, name: string) => p.getByRole('navigation', { name: 'Main' }).getByRole('link', { name, exact: true });
+const totp = () => totpOf(totpSecret);
+const shot = (name: string, p: Page = page) => screenshot(p, name);
 
 async function signIn(p: Page, opts: { mfa: boolean; remember?: boolean }) {
   await p.getByLabel('E-mail address').fill(ADMIN.email);
@@ -42,7 +32,6 @@ async function signIn(p: Page, opts: { mfa: boolean; remember?: boolean }) {
 }
 
 test.beforeAll(async ({ browser }) => {
-  mkdirSync(SHOTS, { recursive: true });
   svc = await startSvc();
   context = await browser.newContext({ baseURL: svc.url });
   await context.grantPermissions(['clipboard-read', 'clipboard-write'], { origin: svc.url });

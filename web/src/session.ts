@@ -35,10 +35,16 @@ export async function loadProjects(): Promise<void> {
 /** Reads the session; on first boot sends the visitor to the server-rendered setup page. */
 export async function loadSession(): Promise<void> {
   try {
-    const who = await api.get<Me>('/auth/me', undefined, { anonymous: true });
+    // Both at once (the projects are useless, and refused, while the login waits for its MFA step).
+    const [who, list] = await Promise.all([
+      api.get<Me>('/auth/me', undefined, { anonymous: true }),
+      api.get<Project[]>('/projects', undefined, { anonymous: true }).catch(() => null),
+    ]);
     // Projects first: the pages (and `/`, which opens the only project) render as soon as `me` is set.
-    if (!who.mfa.pending) await loadProjects();
-    else if (!location.pathname.startsWith('/login')) go(`/login/mfa?next=${encodeURIComponent(here())}`, true);
+    if (!who.mfa.pending) {
+      if (list) projects.value = list;
+      else await loadProjects();
+    } else if (!location.pathname.startsWith('/login')) go(`/login/mfa?next=${encodeURIComponent(here())}`, true);
     me.value = who.mfa.pending ? null : who;
   } catch (e) {
     if (!(e instanceof ApiError) || e.status !== 401) {

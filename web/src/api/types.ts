@@ -1,8 +1,12 @@
 // Shapes of the API answers the dashboard reads (see docs/identity.md and GET /api/v1/openapi.json). Where the
 // server's services export the answer's type, it is imported from there (type-only: nothing of the server is
 // bundled), so the two cannot drift apart.
+import type { AgentHealthSample, AgentMintResponse, AgentPublic } from '../../../src/agents/service.ts';
 import type { ApiKeyPublic } from '../../../src/auth/api-keys.ts';
+import type { CommandPage, CommandPublic, CommandStatus } from '../../../src/commands/service.ts';
 import type { InvitationPublic, ProjectPublic, Role } from '../../../src/projects/service.ts';
+import type { QueueRow, TaskPublic, WorkerRow } from '../../../src/tasks/service.ts';
+import type { TaskState } from '../../../src/tasks/tables.ts';
 import type { UserPublic } from '../../../src/users/service.ts';
 
 export type { Role };
@@ -11,6 +15,37 @@ export type Project = ProjectPublic;
 export type Invitation = InvitationPublic;
 export type ApiKey = ApiKeyPublic;
 export const ROLES: readonly Role[] = ['viewer', 'operator', 'admin'];
+
+export type Agent = AgentPublic;
+export type MintedAgent = AgentMintResponse;
+export type HealthSample = AgentHealthSample;
+export type Command = CommandPublic;
+export type { CommandPage, CommandStatus, TaskState };
+export type Task = TaskPublic;
+export type Worker = WorkerRow;
+export type Queue = QueueRow;
+
+export const TASK_STATES: readonly TaskState[] = ['pending', 'received', 'started', 'success', 'failure', 'retry', 'revoked', 'rejected', 'unknown'];
+export const COMMAND_STATUSES: readonly CommandStatus[] = [
+  'pending',
+  'dispatched',
+  'completed',
+  'failed',
+  'timeout',
+  'cancelled',
+  'buffered',
+  'buffer_expired',
+];
+
+export interface TaskPage {
+  items: Task[];
+  next_cursor: string | null;
+}
+
+/** GET /tasks/{engine}/{task_id}: the task with its events, oldest first. */
+export interface TaskDetail extends Task {
+  events: { id: string; kind: string; occurred_at: string; agent_id: string; payload: Record<string, unknown> }[];
+}
 
 export interface Me extends User {
   mfa: { enrolled: boolean; pending: boolean; fresh: boolean };

@@ -1,6 +1,6 @@
 // Loads something for a page and keeps it with its error and a reload; a slower, older answer never
 // overwrites a newer one.
-import { useCallback, useEffect, useRef, useState } from 'preact/hooks';
+import { useCallback, useLayoutEffect, useRef, useState } from 'preact/hooks';
 import { asApiError, type ApiError } from '../api/client.ts';
 
 export interface Resource<T> {
@@ -30,7 +30,9 @@ export function useResource<T>(load: () => Promise<T>, deps: unknown[]): Resourc
       if (mine === generation.current) setLoading(false);
     }
   }, deps);
-  useEffect(() => {
+  // A layout effect: the request leaves as the page is committed, not a frame later (useEffect waits for the
+  // next animation frame, and a project page waits for two loads in a row).
+  useLayoutEffect(() => {
     void reload();
     return () => {
       generation.current++;

@@ -73,8 +73,90 @@ export function Time(props: { iso: string | null | undefined; empty?: string }) 
   );
 }
 
+/** One fact of a <Facts> list: label, value, and a test id for the value when tests read it. */
+export type Fact = readonly [label: string, value: ComponentChildren, testId?: string];
+
+/** A definition list of facts; `false` entries (facts that do not apply) are left out. */
+export function Facts(props: { items: (Fact | false)[] }) {
+  return (
+    <dl class="facts">
+      {props.items
+        .filter((f): f is Fact => f !== false)
+        .map(([label, value, testId]) => [
+          <dt key={`${label}-t`}>{label}</dt>,
+          <dd key={`${label}-d`} data-testid={testId}>
+            {value}
+          </dd>,
+        ])}
+    </dl>
+  );
+}
+
+/** The way from a detail page back to its list. */
+export const BackLink = (props: { href: string; children: string }) => (
+  <p>
+    <a href={props.href}>← {props.children}</a>
+  </p>
+);
+
+/** Loads a list or page again on request (sections' header actions). */
+export const RefreshButton = (props: { onRefresh: () => Promise<unknown>; busy?: boolean }) => (
+  <button type="button" class="secondary" onClick={() => void props.onRefresh()} disabled={props.busy}>
+    Refresh
+  </button>
+);
+
 export function Badge(props: { tone?: 'ok' | 'bad' | 'warn' | 'info' | 'muted'; children: ComponentChildren }) {
   return <span class={`badge ${props.tone ?? 'muted'}`}>{props.children}</span>;
+}
+
+/** A confirmation opened by its caller: runs `onConfirm`, shows its error inside, closes on success. Lists
+ * with a confirmation per row open one of these from each row's button (one dialog, not one per row). */
+export function ConfirmDialog(props: {
+  open: boolean;
+  title: string;
+  confirm: string;
+  onConfirm: () => Promise<void>;
+  onClose: () => void;
+  children?: ComponentChildren;
+  danger?: boolean;
+}) {
+  const [busy, setBusy] = useState(false);
+  const [error, setError] = useState<ApiError | null>(null);
+  useEffect(() => {
+    if (props.open) setError(null);
+  }, [props.open]);
+  return (
+    <Dialog open={props.open} title={props.title} onClose={props.onClose}>
+      {props.children}
+      <ErrorNotice error={error} />
+      <div class="actions">
+        <button
+          type="button"
+          class={props.danger ? 'danger' : 'primary'}
+          disabled={busy}
+          onClick={async () => {
+            setBusy(true);
+            setError(null);
+            try {
+              await props.onConfirm();
+              props.onClose();
+            } catch (e) {
+              setError(asApiError(e));
+            } finally {
+              setBusy(false);
+            }
+          }}
+        >
+          {busy ? 'Working…' : props.confirm}
+        </button>
+        {/* For destructive actions the dialog opens on Cancel: Enter must not delete by accident. */}
+        <button type="button" class="secondary" autoFocus={props.danger} onClick={props.onClose}>
+          Cancel
+        </button>
+      </div>
+    </Dialog>
+  );
 }
 
 /** A button that opens a confirmation, runs `onConfirm`, and shows its error inside the dialog. In a table row,
@@ -90,48 +172,26 @@ export function ConfirmButton(props: {
   small?: boolean;
 }) {
   const [open, setOpen] = useState(false);
-  const [busy, setBusy] = useState(false);
-  const [error, setError] = useState<ApiError | null>(null);
-  const cls = `${props.danger ? 'danger' : 'secondary'}${props.small ? ' small' : ''}`;
   return (
     <>
       <button
         type="button"
-        class={cls}
+        class={`${props.danger ? 'danger' : 'secondary'}${props.small ? ' small' : ''}`}
         aria-label={props.what && `${props.label} ${props.what}`}
-        onClick={() => (setError(null), setOpen(true))}
+        onClick={() => setOpen(true)}
       >
         {props.label}
       </button>
-      <Dialog open={open} title={props.title ?? `${props.label} ${props.what ?? ''}?`} onClose={() => setOpen(false)}>
+      <ConfirmDialog
+        open={open}
+        title={props.title ?? `${props.label} ${props.what ?? ''}?`}
+        confirm={props.confirm}
+        onConfirm={props.onConfirm}
+        onClose={() => setOpen(false)}
+        danger={props.danger}
+      >
         {props.children}
-        <ErrorNotice error={error} />
-        <div class="actions">
-          <button
-            type="button"
-            class={props.danger ? 'danger' : 'primary'}
-            disabled={busy}
-            onClick={async () => {
-              setBusy(true);
-              setError(null);
-              try {
-                await props.onConfirm();
-                setOpen(false);
-              } catch (e) {
-                setError(asApiError(e));
-              } finally {
-                setBusy(false);
-              }
-            }}
-          >
-            {busy ? 'Working…' : props.confirm}
-          </button>
-          {/* For destructive actions the dialog opens on Cancel: Enter must not delete by accident. */}
-          <button type="button" class="secondary" autoFocus={props.danger} onClick={() => setOpen(false)}>
-            Cancel
-          </button>
-        </div>
-      </Dialog>
+      </ConfirmDialog>
     </>
   );
 }

@@ -10,6 +10,7 @@ export function Dialog(props: {
   wide?: boolean;
 }) {
   const ref = useRef<HTMLDialogElement>(null);
+  const opened = useRef(false);
   const titleId = useId();
   useEffect(() => {
     const d = ref.current;
@@ -17,6 +18,10 @@ export function Dialog(props: {
     if (props.open && !d.open) d.showModal();
     if (!props.open && d.open) d.close();
   }, [props.open]);
+  // Not in the page until first opened (a list of 500 rows with a confirmation each stays light); kept
+  // afterwards, so closing it with close() hands the focus back to the button that opened it.
+  if (props.open) opened.current = true;
+  if (!opened.current) return null;
   return (
     <dialog ref={ref} class={props.wide ? 'dialog wide' : 'dialog'} aria-labelledby={titleId} onClose={props.onClose}>
       <h2 id={titleId}>{props.title}</h2>

@@ -1,11 +1,56 @@
-// /projects/:slug: what the project is, what to do next in it, and (for its admins) its name and description.
+// /projects/:slug: what the project is, its agents at a glance (or how to connect the first one), what to do
+// next in it, and (for its admins) its name and description.
+import { useState } from 'preact/hooks';
 import { useLocation } from 'preact-iso';
 import { api } from '../../api/client.ts';
+import type { MintedAgent, Project } from '../../api/types.ts';
+import { plural } from '../../lib/format.ts';
+import { usePoll } from '../../lib/use-poll.ts';
 import { me } from '../../session.ts';
-import { ConfirmButton, Section, Time } from '../../ui/bits.tsx';
+import { ConfirmButton, Loaded, Section, Time } from '../../ui/bits.tsx';
 import { Form, TextField } from '../../ui/form.tsx';
 import { archiveProject } from '../projects.tsx';
+import { MintedAgentPanel } from './agent-connect.tsx';
+import { NoAgents } from './agents.tsx';
 import type { ProjectPageProps } from './sections.ts';
+import { useAgents } from './use-agents.ts';
+
+const WATCH_MS = 3000;
+
+/** The agents at a glance; with none yet, how to connect the first (and the secrets once minted here). */
+function AgentsSummary(props: { project: Project }) {
+  const { project } = props;
+  const agents = useAgents(project.slug);
+  const [minted, setMinted] = useState<MintedAgent | null>(null);
+  const mintedState = minted ? (agents.data?.find((a) => a.id === minted.agent.id)?.state ?? minted.agent.state) : null;
+  usePoll(agents.reload, WATCH_MS, mintedState !== null && mintedState !== 'online');
+  const base = `/projects/${project.slug}`;
+  if (minted) return <MintedAgentPanel project={project} minted={minted} state={mintedState!} onDone={() => setMinted(null)} />;
+  return (
+    <Section title="Agents and tasks">
+      <Loaded resource={agents}>
+        {(list) =>
+          list.length === 0 ? (
+            <NoAgents
+              project={project}
+              onMinted={(m) => {
+                setMinted(m);
+                void agents.reload();
+              }}
+            />
+          ) : (
+            <p data-testid="agents-summary">
+              {`${list.filter((a) => a.state === 'online').length} of ${plural(list.length, 'agent')} online. `}
+              See the <a href={`${base}/agents`}>agents</a>, <a href={`${base}/tasks`}>tasks</a>,{' '}
+              <a href={`${base}/workers`}>workers</a>, <a href={`${base}/queues`}>queues</a> and{' '}
+              <a href={`${base}/commands`}>commands</a>.
+            </p>
+          )
+        }
+      </Loaded>
+    </Section>
+  );
+}
 
 export function ProjectOverview({ project, reloadProject }: ProjectPageProps) {
   const { route } = useLocation();
@@ -13,6 +58,7 @@ export function ProjectOverview({ project, reloadProject }: ProjectPageProps) {
   return (
     <div class="stack">
       {project.description && <p>{project.description}</p>}
+      <AgentsSummary project={project} />
       <Section title="Next steps">
         <ul class="steps">
           {isAdmin && (

@@ -2,8 +2,15 @@
 // sidebar lists it and /projects/:slug/<path> renders it inside the project's layout.
 import type { FunctionComponent } from 'preact';
 import type { Project, Role } from '../../api/types.ts';
+import { AgentDetail } from './agent-detail.tsx';
+import { ProjectAgents } from './agents.tsx';
+import { CommandDetail } from './command-detail.tsx';
+import { ProjectCommands } from './commands.tsx';
 import { ProjectMembers } from './members.tsx';
 import { ProjectOverview } from './overview.tsx';
+import { TaskDetail } from './task-detail.tsx';
+import { ProjectTasks } from './tasks.tsx';
+import { ProjectQueues, ProjectWorkers } from './workers.tsx';
 
 export interface ProjectPageProps {
   project: Project;
@@ -17,6 +24,8 @@ export interface ProjectSection {
   path: string;
   /** Shown in the navigation when set (detail pages leave it out). */
   label?: string;
+  /** The page heading's second half when it differs from the label (detail pages). */
+  title?: string;
   /** The lowest project role that sees the link; the server still decides what it answers. */
   minRole?: Role;
   component: FunctionComponent<ProjectPageProps>;
@@ -24,7 +33,14 @@ export interface ProjectSection {
 
 export const PROJECT_SECTIONS: ProjectSection[] = [
   { path: '', label: 'Overview', component: ProjectOverview },
-  // Agents, tasks, workers, queues and commands take their places here as those areas land.
+  { path: 'agents', label: 'Agents', component: ProjectAgents },
+  { path: 'agents/:agent_id', title: 'Agent', component: AgentDetail },
+  { path: 'tasks', label: 'Tasks', component: ProjectTasks },
+  { path: 'tasks/:engine/:task_id', title: 'Task', component: TaskDetail },
+  { path: 'commands', label: 'Commands', component: ProjectCommands },
+  { path: 'commands/:command_id', title: 'Command', component: CommandDetail },
+  { path: 'workers', label: 'Workers', component: ProjectWorkers },
+  { path: 'queues', label: 'Queues', component: ProjectQueues },
   { path: 'members', label: 'Members', minRole: 'admin', component: ProjectMembers },
 ];
 

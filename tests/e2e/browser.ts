@@ -1,0 +1,20 @@
+// What the e2e files share: screenshots, the sidebar's links, and TOTP codes for an enrolled secret.
+import type { Page } from '@playwright/test';
+import { decodeBase32IgnorePadding } from '@oslojs/encoding';
+import { generateTOTP } from '@oslojs/otp';
+import { mkdirSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+
+const SHOTS = fileURLToPath(new URL('../../test-results/screenshots/', import.meta.url));
+
+/** A full-page screenshot from the top (so the sticky sidebar sits where a person first sees it). */
+export async function screenshot(p: Page, name: string): Promise<void> {
+  mkdirSync(SHOTS, { recursive: true });
+  await p.evaluate(() => window.scrollTo(0, 0));
+  await p.screenshot({ path: `${SHOTS}${name}.png`, fullPage: true });
+}
+
+/** The sidebar link of a page (the shell's main navigation). */
+export const nav = (p: Page, name: string) => p.getByRole('navigation', { name: 'Main' }).getByRole('link', { name, exact: true });
+
+export const totpOf = (secretBase32: string): string => generateTOTP(decodeBase32IgnorePadding(secretBase32), 30, 6);

@@ -1,0 +1,50 @@
+// A keyset-paged list as a titled section: a Refresh button, loading and error states, the empty state, and
+// "Load more" below the rows.
+import type { ComponentChildren } from 'preact';
+import { plural } from '../lib/format.ts';
+import type { Paged } from '../lib/use-paged.ts';
+import { RefreshButton, Section } from './bits.tsx';
+import { ErrorNotice } from './errors.tsx';
+import { Table } from './table.tsx';
+
+export function PagedSection<T>(props: {
+  title: string;
+  paged: Paged<T>;
+  /** What one row is, for "Showing 100 tasks". */
+  what: string;
+  columns: string[];
+  empty: ComponentChildren;
+  row: (item: T) => ComponentChildren;
+}) {
+  const p = props.paged;
+  return (
+    <Section title={props.title} actions={<RefreshButton onRefresh={p.reload} />}>
+      {!p.loaded ? (
+        <p class="muted" aria-busy="true">
+          Loading…
+        </p>
+      ) : (
+        <>
+          <ErrorNotice error={p.error} />
+          {p.items.length === 0 ? (
+            !p.error && props.empty
+          ) : (
+            <>
+              <Table columns={props.columns}>{p.items.map(props.row)}</Table>
+              <div class="actions">
+                <span class="muted small" role="status">
+                  {`Showing ${plural(p.items.length, props.what)}${p.hasMore ? ', newest first; there are more' : ''}.`}
+                </span>
+                {p.hasMore && (
+                  <button type="button" class="secondary" onClick={() => void p.more()} disabled={p.loadingMore}>
+                    {p.loadingMore ? 'Loading…' : 'Load more'}
+                  </button>
+                )}
+              </div>
+            </>
+          )}
+        </>
+      )}
+    </Section>
+  );
+}
