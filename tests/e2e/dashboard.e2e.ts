@@ -176,13 +176,17 @@ test('users: the MFA re-check prompt, a readable validation error, then the user
   await expect(row).toContainText('deactivated');
   await shot('users');
 
-  // Refusals that protect the last administrator read as sentences.
-  await page.getByRole('button', { name: `Delete ${ADMIN.email}` }).click();
-  const self = page.getByRole('dialog', { name: `Delete ${ADMIN.email} for good?` });
-  await self.getByRole('button', { name: 'Delete user' }).click();
-  await expect(self.getByRole('alert')).toBeVisible();
-  await expect(self.getByRole('alert')).not.toContainText('"error"');
-  await self.getByRole('button', { name: 'Cancel' }).click();
+  // Your own row offers nothing the server would refuse: no deactivation, deletion or dropping your
+  // own admin role; your password changes under Security.
+  const mine = page.getByRole('row', { name: /admin@example\.com/ });
+  await expect(mine).toContainText('(you)');
+  await expect(mine.getByRole('button', { name: `Deactivate ${ADMIN.email}` })).toHaveCount(0);
+  await expect(mine.getByRole('button', { name: `Delete ${ADMIN.email}` })).toHaveCount(0);
+  await expect(mine.getByRole('link', { name: 'Change your password' })).toHaveAttribute('href', '/account/security');
+  await mine.getByRole('button', { name: `Edit ${ADMIN.email}` }).click();
+  const own = page.getByRole('dialog', { name: `Edit ${ADMIN.email}` });
+  await expect(own.getByLabel(/Administrator/)).toHaveCount(0);
+  await own.getByRole('button', { name: 'Cancel' }).click();
 });
 
 test('projects: create, a duplicate refused readably, then invite a member with a link shown once', async () => {

@@ -47,7 +47,8 @@ function UserRow(props: { user: User; reload: () => Promise<void> }) {
               last_name: v.last_name ?? '',
               display_name: v.display_name ?? '',
               timezone: v.timezone?.trim() || 'UTC',
-              is_admin: v.is_admin === 'on',
+              // Your own admin role is not yours to drop (the server refuses self-demotion).
+              ...(self ? {} : { is_admin: v.is_admin === 'on' }),
             })
           }
         >
@@ -61,8 +62,26 @@ function UserRow(props: { user: User; reload: () => Promise<void> }) {
             maxLength={64}
             hint="An IANA name such as Europe/Berlin, or UTC."
           />
-          <CheckboxField label="Administrator (manages users, projects and settings)" name="is_admin" checked={u.is_admin} />
+          {!self && <CheckboxField label="Administrator (manages users, projects and settings)" name="is_admin" checked={u.is_admin} />}
         </FormDialog>
+        {self ? (
+          // The server refuses self-deactivation and self-deletion; your password changes under Security.
+          <a class="small" href="/account/security">
+            Change your password
+          </a>
+        ) : (
+          <OtherUserActions user={u} patch={patch} reload={props.reload} />
+        )}
+      </td>
+    </tr>
+  );
+}
+
+/** Password reset, deactivation and deletion: offered for other users only. */
+function OtherUserActions(props: { user: User; patch: (body: object) => Promise<void>; reload: () => Promise<void> }) {
+  const { user: u, patch } = props;
+  return (
+    <>
         <FormDialog
           button="Reset password"
           ariaLabel={`Reset the password of ${u.email}`}
@@ -114,8 +133,7 @@ function UserRow(props: { user: User; reload: () => Promise<void> }) {
             their name.
           </p>
         </ConfirmButton>
-      </td>
-    </tr>
+    </>
   );
 }
 
