@@ -8,7 +8,7 @@ import { safeEqual } from '../lib/crypto.ts';
 import type { Executor } from '../db/connect.ts';
 import { actorDigest, rowHmac, STATE_FORMAT, stateMac, type AuditRow, type ChainStatePayload } from './canonical.ts';
 import type { Keyring } from './keyring.ts';
-import { countRows, insertRow, loadState, lockChain, saveState, storedMetadataJson, type StoredState } from './store.ts';
+import { countRows, loadState, lockedState, storedMetadataJson, writeRowsAndState, type StoredState } from './store.ts';
 
 export class AuditChainError extends Error {}
 
@@ -86,9 +86,10 @@ export function genesisState(keyring: Keyring, installationId: string = crypto.r
 }
 
 /** The state appends may extend: present, authentic, and signed with the
- * current key (a changed key needs `svc audit rotate-chain-key` first). */
-export async function writableState(ex: Executor, keyring: Keyring): Promise<ChainStatePayload> {
-  const state = await loadState(ex);
+ * current key (a changed key needs `svc audit rotate-chain-key` first).
+ * `state` is the one read under the appenders' lock, when the caller holds it. */
+export async function writableState(ex: Executor, keyring: Keyring, state: StoredState | null | undefined = undefined): Promise<ChainStatePayload> {
+  if (state === undefined) state = await loadState(ex);
   if (!state) {
     if ((await countRows(ex)) > 0) {
       throw new AuditChainError('the audit chain state is missing but rows exist; run `svc audit activate-chain-state`');
@@ -146,15 +147,13 @@ export function advance(state: ChainStatePayload, row: AuditRow): ChainStatePayl
 
 /** Appends rows within the caller's open transaction. */
 export async function appendRows(tx: Executor, keyring: Keyring, entries: AuditEntry[]): Promise<AuditRow[]> {
-  await lockChain(tx);
-  let state = await writableState(tx, keyring);
+  let state = await writableState(tx, keyring, await lockedState(tx));
   const rows: AuditRow[] = [];
   for (const entry of entries) {
     const row = buildRow(state, keyring, entry);
-    await insertRow(tx, row);
     state = advance(state, row);
     rows.push(row);
   }
-  await saveState(tx, signState(state, keyring), nowIso());
+  await writeRowsAndState(tx, rows, signState(state, keyring), nowIso());
   return rows;
 }

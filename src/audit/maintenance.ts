@@ -9,7 +9,7 @@ import { sortedJson } from '../lib/sorted-json.ts';
 import { FrozenDigest, type AuditRow, type ChainStatePayload } from './canonical.ts';
 import { advance, AuditChainError, authenticateState, buildRow, genesisState, rowProblem, signState, type AuditEntry } from './chain.ts';
 import type { Keyring } from './keyring.ts';
-import { allowDeletes, eachRow, loadState, lockChain, rowsAfter, saveState, type StoredState } from './store.ts';
+import { allowDeletes, eachRow, loadState, lockChain, rowsAfter, saveState, writeRowsAndState, type StoredState } from './store.ts';
 
 const payloadOf = ({ state_mac: _, ...payload }: StoredState): ChainStatePayload => payload;
 
@@ -19,11 +19,10 @@ async function appendMarkers(ex: Executor, keyring: Keyring, state: ChainStatePa
   let next = state;
   for (const entry of entries) {
     const row = buildRow(next, keyring, { ...entry, metadata: { ...entry.metadata, via: 'svc audit' } });
-    await ex.q.insert(ex.t.auditLog).values(row);
     next = advance(next, row);
     rows.push(row);
   }
-  await saveState(ex, signState(next, keyring), nowIso());
+  await writeRowsAndState(ex, rows, signState(next, keyring), nowIso());
   return rows;
 }
 

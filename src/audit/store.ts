@@ -12,12 +12,23 @@ export interface StoredState extends ChainStatePayload {
   state_mac: string;
 }
 
+// Serialising chain writers. SQLite needs nothing: every write transaction
+// holds the database's write lock. On PostgreSQL appends lock the chain
+// state row (lockedState: one round trip, and after waiting READ COMMITTED
+// re-reads the newest version of the row); before the first append there is
+// no row to lock, so they fall back to a transaction-scoped advisory lock.
+// Maintenance takes both, so it excludes appends either way.
+
+const ADVISORY_LOCK = 'SELECT pg_advisory_xact_lock(?)';
+
+/** Exclusive access to the chain for maintenance operations. */
 export async function lockChain(ex: Executor): Promise<void> {
-  // SQLite needs nothing: every write transaction holds the database's write lock.
-  if (ex.dialect === 'postgres') await ex.run(sql`SELECT pg_advisory_xact_lock(${PG_AUDIT_LOCK})`);
+  if (ex.dialect === 'sqlite') return;
+  await ex.query(ADVISORY_LOCK, [PG_AUDIT_LOCK]);
+  await ex.query('SELECT 1 FROM audit_chain_state WHERE singleton_id = ? FOR UPDATE', [STATE_ID]);
 }
 
-// The append path (loadState, insertRow, saveState) is raw SQL: every
+// The append path (lockedState, writeRowsAndState) is raw SQL: every
 // privileged action pays for it, and the query builder costs several times
 // more than the statements themselves (docs/benchmarks.md).
 
@@ -49,8 +60,19 @@ const placeholders = (columns: readonly string[], json: string, dialect: 'sqlite
 
 const LOAD_STATE = `SELECT ${STATE_COLUMNS.join(', ')} FROM audit_chain_state WHERE singleton_id = ?`;
 
-export async function loadState(ex: Executor): Promise<StoredState | null> {
-  const [row] = await ex.query<Record<string, unknown>>(LOAD_STATE, [STATE_ID]);
+export const loadState = (ex: Executor): Promise<StoredState | null> => readState(ex, LOAD_STATE);
+
+/** The chain state, read under the appenders' lock (see above). */
+export async function lockedState(ex: Executor): Promise<StoredState | null> {
+  if (ex.dialect === 'sqlite') return loadState(ex);
+  const locked = await readState(ex, `${LOAD_STATE} FOR UPDATE`);
+  if (locked) return locked;
+  await ex.query(ADVISORY_LOCK, [PG_AUDIT_LOCK]);
+  return readState(ex, `${LOAD_STATE} FOR UPDATE`);
+}
+
+async function readState(ex: Executor, text: string): Promise<StoredState | null> {
+  const [row] = await ex.query<Record<string, unknown>>(text, [STATE_ID]);
   if (!row) return null;
   return {
     ...(row as unknown as StoredState),
@@ -60,15 +82,20 @@ export async function loadState(ex: Executor): Promise<StoredState | null> {
   };
 }
 
-const saveStateText = (dialect: 'sqlite' | 'postgres') =>
+const SAVE_STATE_TEXT = (dialect: 'sqlite' | 'postgres') =>
   `INSERT INTO audit_chain_state (singleton_id, ${STATE_COLUMNS.join(', ')}, updated_at) ` +
   `VALUES (?, ${placeholders(STATE_COLUMNS, 'active_key_counts', dialect)}, ?) ON CONFLICT (singleton_id) DO UPDATE SET ` +
   [...STATE_COLUMNS, 'updated_at'].map((c) => `${c} = excluded.${c}`).join(', ');
-const SAVE_STATE = { sqlite: saveStateText('sqlite'), postgres: saveStateText('postgres') };
+const SAVE_STATE = { sqlite: SAVE_STATE_TEXT('sqlite'), postgres: SAVE_STATE_TEXT('postgres') };
+
+const stateParams = (state: StoredState, updatedAt: string): unknown[] => [
+  STATE_ID,
+  ...STATE_COLUMNS.map((c) => (c === 'active_key_counts' ? JSON.stringify(state[c]) : state[c])),
+  updatedAt,
+];
 
 export async function saveState(ex: Executor, state: StoredState, updatedAt: string): Promise<void> {
-  const values = STATE_COLUMNS.map((c) => (c === 'active_key_counts' ? JSON.stringify(state[c]) : state[c]));
-  await ex.query(SAVE_STATE[ex.dialect], [STATE_ID, ...values, updatedAt]);
+  await ex.query(SAVE_STATE[ex.dialect], stateParams(state, updatedAt));
 }
 
 const ROW_COLUMNS = [
@@ -93,14 +120,36 @@ const ROW_COLUMNS = [
   'chain_generation',
 ] as const;
 
-const insertRowText = (dialect: 'sqlite' | 'postgres') =>
-  `INSERT INTO audit_log (${ROW_COLUMNS.join(', ')}) VALUES (${placeholders(ROW_COLUMNS, 'metadata', dialect)})`;
-const INSERT_ROW = { sqlite: insertRowText('sqlite'), postgres: insertRowText('postgres') };
-
 /** Rows are stored with their metadata as canonical (sorted-key) text, so
  * that verification on SQLite can MAC the stored text as it is. */
-export async function insertRow(ex: Executor, row: AuditRow): Promise<void> {
-  await ex.query(INSERT_ROW[ex.dialect], ROW_COLUMNS.map((c) => (c === 'metadata' ? sortedJson(row.metadata) : row[c])));
+const rowParams = (row: AuditRow): unknown[] => ROW_COLUMNS.map((c) => (c === 'metadata' ? sortedJson(row.metadata) : row[c]));
+const rowValues = (dialect: 'sqlite' | 'postgres') => `(${placeholders(ROW_COLUMNS, 'metadata', dialect)})`;
+const INSERT_ROWS = `INSERT INTO audit_log (${ROW_COLUMNS.join(', ')}) VALUES `;
+/** Rows per PostgreSQL statement (19 parameters a row, within the protocol's 65,535). */
+const PG_ROWS_PER_STATEMENT = 1000;
+
+/** Writes appended rows and the chain state that now ends with them. On
+ * PostgreSQL the last rows and the state go in one statement (a
+ * data-modifying CTE): an audited action pays one round trip for both. */
+export async function writeRowsAndState(ex: Executor, rows: AuditRow[], state: StoredState, updatedAt: string): Promise<void> {
+  if (ex.dialect === 'sqlite') {
+    const text = INSERT_ROWS + rowValues('sqlite');
+    for (const row of rows) await ex.query(text, rowParams(row));
+    await saveState(ex, state, updatedAt);
+    return;
+  }
+  const values = rowValues('postgres');
+  let i = 0;
+  for (; rows.length - i > PG_ROWS_PER_STATEMENT; i += PG_ROWS_PER_STATEMENT) {
+    const chunk = rows.slice(i, i + PG_ROWS_PER_STATEMENT);
+    await ex.query(INSERT_ROWS + chunk.map(() => values).join(', '), chunk.flatMap(rowParams));
+  }
+  const last = rows.slice(i);
+  if (last.length === 0) return saveState(ex, state, updatedAt);
+  await ex.query(`WITH appended AS (${INSERT_ROWS}${last.map(() => values).join(', ')}) ${SAVE_STATE.postgres}`, [
+    ...last.flatMap(rowParams),
+    ...stateParams(state, updatedAt),
+  ]);
 }
 
 const metadataText = new WeakMap<AuditRow, string>();

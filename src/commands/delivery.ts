@@ -42,7 +42,10 @@ const deliverable = (row: CommandRow, retryEngines: ReadonlySet<string>): boolea
 export async function claimCommands(db: Db, opts: ClaimOptions): Promise<CommandRow[]> {
   const claimed: CommandRow[] = [];
   if (opts.max <= 0) return claimed;
-  const pending = await pendingOf(db, opts.agentId, CANDIDATES);
+  // Both reads go out at once (on PostgreSQL, on two pooled connections): a
+  // woken poll answers a round trip sooner. Rows claimed below were pending
+  // when read, so they are not among the re-send candidates.
+  const [pending, resendable] = await Promise.all([pendingOf(db, opts.agentId, CANDIDATES), opts.redispatch ? resendCandidates(db, opts.agentId, opts.redispatch) : null]);
   if (opts.gate && !(await opts.gate)) return claimed;
   for (const row of pending) {
     if (claimed.length >= opts.max) return claimed;
@@ -50,18 +53,20 @@ export async function claimCommands(db: Db, opts: ClaimOptions): Promise<Command
     const won = await singleStatement(db, (ex) => claimPending(ex, row.id, opts.session, nowIso()));
     if (won) claimed.push(won);
   }
-  if (opts.redispatch && claimed.length < opts.max) {
-    // Both cutoffs come from the clock on every pass.
-    const micros = nowMicros();
-    const since = isoMicros(micros - opts.redispatch.windowSeconds * 1_000_000);
-    const before = isoMicros(micros - opts.redispatch.minIntervalSeconds * 1_000_000);
-    for (const row of await redispatchableOf(db, opts.agentId, REDELIVERABLE_ACTIONS, since, before, CANDIDATES)) {
-      if (claimed.length >= opts.max) break;
-      const again = await singleStatement(db, (ex) => claimResend(ex, row.id, before, nowIso()));
-      if (again) claimed.push(again);
-    }
+  for (const row of resendable?.rows ?? []) {
+    if (claimed.length >= opts.max) break;
+    const again = await singleStatement(db, (ex) => claimResend(ex, row.id, resendable!.before, nowIso()));
+    if (again) claimed.push(again);
   }
   return claimed;
+}
+
+/** Dispatched redeliverable rows due a re-send; both cutoffs come from the clock on every pass. */
+async function resendCandidates(db: Db, agentId: string, redispatch: NonNullable<ClaimOptions['redispatch']>): Promise<{ rows: CommandRow[]; before: string }> {
+  const micros = nowMicros();
+  const since = isoMicros(micros - redispatch.windowSeconds * 1_000_000);
+  const before = isoMicros(micros - redispatch.minIntervalSeconds * 1_000_000);
+  return { rows: await redispatchableOf(db, agentId, REDELIVERABLE_ACTIONS, since, before, CANDIDATES), before };
 }
 
 /** Whether any of `agentIds` has a pending command (cross-process delivery sweep). */

@@ -15,6 +15,7 @@ import {
   commandsPage,
   expireBuffered,
   insertCommand,
+  insertCommandForLiveAgent,
   markAcked,
   markResult,
   routeBuffered,
@@ -142,15 +143,15 @@ export async function issueCommand(ctx: AppContext, input: IssueCommandInput, ac
       const prior = await existing(tx);
       if (prior) return prior;
       let agentId: string | null = input.agentId ?? null;
-      if (agentId !== null) {
-        const agent = await findAgent(tx, agentId);
-        if (!agent || agent.project_id !== input.projectId || agent.revoked_at !== null) throw notFound('agent');
-      }
       const micros = nowMicros();
       const now = isoMicros(micros);
       let status: CommandStatus = 'pending';
       let bufferExpiresAt: string | null = null;
       if (action === SCHEDULE_FIRE) {
+        if (agentId !== null) {
+          const agent = await findAgent(tx, agentId);
+          if (!agent || agent.project_id !== input.projectId || agent.revoked_at !== null) throw notFound('agent');
+        }
         agentId = await fireTarget(tx, input.projectId, engine, agentId);
         if (agentId === null) {
           status = 'buffered';
@@ -182,21 +183,27 @@ export async function issueCommand(ctx: AppContext, input: IssueCommandInput, ac
         claimed_session: null,
         source_ip: actor.source_ip ?? null,
       };
-      await insertCommand(tx, row);
-      await ctx.audit.append(tx, {
-        ...actor,
-        action: `command.issue.${action}`,
-        target_type: 'command',
-        target_id: row.id,
-        project_id: input.projectId,
-        metadata: {
-          agent_id: agentId,
-          target_type: row.target_type,
-          target_id: row.target_id,
-          status,
-          ...(key !== null ? { idempotency_key: key } : {}),
-        },
-      });
+      // Sent together: PostgreSQL pipelines them on the transaction's connection.
+      // A directly addressed command's insert checks its agent in the same
+      // statement; when that fails, the transaction rolls the audit row back.
+      const [stored] = await Promise.all([
+        action === SCHEDULE_FIRE || agentId === null ? insertCommand(tx, row).then(() => true) : insertCommandForLiveAgent(tx, { ...row, agent_id: agentId }),
+        ctx.audit.append(tx, {
+          ...actor,
+          action: `command.issue.${action}`,
+          target_type: 'command',
+          target_id: row.id,
+          project_id: input.projectId,
+          metadata: {
+            agent_id: agentId,
+            target_type: row.target_type,
+            target_id: row.target_id,
+            status,
+            ...(key !== null ? { idempotency_key: key } : {}),
+          },
+        }),
+      ]);
+      if (!stored) throw notFound('agent');
       if (agentId !== null) tx.afterCommit(() => ctx.agentTransport.commandIssued(agentId));
       return row;
     });

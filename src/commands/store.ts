@@ -3,12 +3,44 @@
 // processes) never both win a row.
 import { and, asc, desc, eq, gt, gte, inArray, lt, lte, or, sql } from 'drizzle-orm';
 import type { Executor } from '../db/connect.ts';
-import type { CommandStatus } from './tables.ts';
+import { commands, type CommandStatus } from './tables.ts';
 
 export type CommandRow = typeof import('./tables.ts').commands.sqlite.$inferSelect;
 
+// The delivery path (issue, pending, claim) runs as fixed statements through
+// query(): an issued command reaches its agent a few round trips after the
+// call, and drizzle's builder cost more CPU than those round trips.
+
+const COLUMNS = Object.keys(commands.sqlite) as (keyof CommandRow)[];
+const JSON_COLUMNS: ReadonlySet<string> = new Set(['payload', 'result']);
+
+/** A commands row read through query(): SQLite hands JSON columns back as text. */
+function commandRow(r: Record<string, unknown>): CommandRow {
+  for (const c of JSON_COLUMNS) if (typeof r[c] === 'string') r[c] = JSON.parse(r[c] as string);
+  return r as unknown as CommandRow;
+}
+
+// INSERT ... SELECT leaves PostgreSQL no target type for its parameters (they
+// would be text), so the non-text columns are cast.
+const PG_TYPES: Readonly<Record<string, string>> = { payload: 'jsonb', result: 'jsonb', send_count: 'integer' };
+const insertText = (dialect: 'sqlite' | 'postgres') =>
+  `INSERT INTO commands (${COLUMNS.join(', ')}) SELECT ${COLUMNS.map((c) => (dialect === 'postgres' && PG_TYPES[c] ? `CAST(? AS ${PG_TYPES[c]})` : '?')).join(', ')}`;
+const LIVE_AGENT = ' WHERE EXISTS (SELECT 1 FROM agents WHERE id = ? AND project_id = ? AND revoked_at IS NULL)';
+const INSERT = { sqlite: insertText('sqlite'), postgres: insertText('postgres') };
+const INSERT_FOR_AGENT = { sqlite: INSERT.sqlite + LIVE_AGENT + ' RETURNING id', postgres: INSERT.postgres + LIVE_AGENT + ' RETURNING id' };
+
+const insertParams = (row: CommandRow): unknown[] =>
+  COLUMNS.map((c) => (JSON_COLUMNS.has(c) ? (row[c] === null ? null : JSON.stringify(row[c])) : row[c]));
+
 export async function insertCommand(ex: Executor, row: CommandRow): Promise<void> {
-  await ex.q.insert(ex.t.commands).values(row);
+  await ex.query(INSERT[ex.dialect], insertParams(row));
+}
+
+/** Inserts the row only if its agent is a live agent of its project, checked in
+ * the same statement; false (nothing stored) when it is not. */
+export async function insertCommandForLiveAgent(ex: Executor, row: CommandRow & { agent_id: string }): Promise<boolean> {
+  const rows = await ex.query(INSERT_FOR_AGENT[ex.dialect], [...insertParams(row), row.agent_id, row.project_id]);
+  return rows.length === 1;
 }
 
 export async function commandById(ex: Executor, id: string): Promise<CommandRow | null> {
@@ -41,15 +73,11 @@ export async function commandsPage(
     .limit(opts.limit);
 }
 
+const PENDING = `SELECT * FROM commands WHERE agent_id = ? AND status = 'pending' ORDER BY issued_at, id LIMIT ?`;
+
 /** Pending commands of an agent, oldest issued first. */
 export async function pendingOf(ex: Executor, agentId: string, limit: number): Promise<CommandRow[]> {
-  const t = ex.t.commands;
-  return ex.q
-    .select()
-    .from(t)
-    .where(and(eq(t.agent_id, agentId), eq(t.status, 'pending')))
-    .orderBy(asc(t.issued_at), asc(t.id))
-    .limit(limit);
+  return (await ex.query(PENDING, [agentId, limit])).map(commandRow);
 }
 
 /** Dispatched commands of `actions` inside the redispatch window whose last send is old enough. */
@@ -79,14 +107,13 @@ export async function redispatchableOf(
 }
 
 /** pending -> dispatched for one row; null when another claimer won it. */
+const CLAIM =
+  `UPDATE commands SET status = 'dispatched', dispatched_at = ?, last_sent_at = ?, send_count = send_count + 1, claimed_session = ? ` +
+  `WHERE id = ? AND status = 'pending' RETURNING *`;
+
 export async function claimPending(ex: Executor, id: string, session: string, now: string): Promise<CommandRow | null> {
-  const t = ex.t.commands;
-  const rows = await ex.q
-    .update(t)
-    .set({ status: 'dispatched', dispatched_at: now, last_sent_at: now, send_count: sql`${t.send_count} + 1`, claimed_session: session })
-    .where(and(eq(t.id, id), eq(t.status, 'pending')))
-    .returning();
-  return rows[0] ?? null;
+  const [row] = await ex.query(CLAIM, [now, now, session, id]);
+  return row ? commandRow(row) : null;
 }
 
 /** A re-send of a dispatched row, if its last send is still older than `lastSentBefore`. */

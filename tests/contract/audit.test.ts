@@ -2,7 +2,7 @@
 // known heads, key lifecycle and recovery operations.
 import { afterEach, beforeEach, describe, expect, test } from 'bun:test';
 import { sql } from 'drizzle-orm';
-import { AuditChainError } from '../../src/audit/chain.ts';
+import { appendRows, AuditChainError } from '../../src/audit/chain.ts';
 import { Keyring } from '../../src/audit/keyring.ts';
 import {
   activateChainState,
@@ -40,6 +40,21 @@ describe(`audit chain on ${testDialect()}`, () => {
     const state = (await loadState(db()))!;
     expect(state.active_row_count).toBe(40);
     expect(state.active_key_counts).toEqual({ [keyring().current.id]: 40 });
+  });
+
+  test('concurrent first appends on an empty chain start one chain (no state row to lock yet)', async () => {
+    expect(await loadState(db())).toBeNull();
+    // Open the pool's connections first (PostgreSQL opens them lazily), so the appends really overlap.
+    await Promise.all(Array.from({ length: 10 }, () => db().tx((tx) => tx.run(sql`SELECT 1`))));
+    await Promise.all(Array.from({ length: 24 }, (_, i) => audit().record(db(), { action: 'race.first', target_id: String(i) })));
+    expect(await verifyChain(db(), keyring())).toMatchObject({ clean: true, rowsVerified: 24, findings: [] });
+  });
+
+  test('one transaction appending 2,500 rows (several statements on PostgreSQL) verifies', async () => {
+    await db().tx((tx) => appendRows(tx, keyring(), Array.from({ length: 2500 }, (_, i) => ({ action: 'batch.row', metadata: { i, z: 'last', a: 'first' } }))));
+    await audit().record(db(), { action: 'after.batch' });
+    expect(await verifyChain(db(), keyring())).toMatchObject({ clean: true, rowsVerified: 2501, findings: [] });
+    expect((await loadState(db()))!.active_row_count).toBe(2501);
   });
 
   test('a row appended in a rolled-back transaction leaves nothing', async () => {

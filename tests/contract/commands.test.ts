@@ -3,7 +3,8 @@
 // schedule.fire buffering and expiry.
 import { afterEach, beforeEach, describe, expect, test } from 'bun:test';
 import { sql } from 'drizzle-orm';
-import { mintAgent, recordHello, findAgent } from '../../src/agents/service.ts';
+import { mintAgent, recordHello, findAgent, revokeAgent } from '../../src/agents/service.ts';
+import { verifyChain } from '../../src/audit/verify.ts';
 import { claimCommands } from '../../src/commands/delivery.ts';
 import {
   expireBufferedFires,
@@ -81,8 +82,17 @@ describe(`commands on ${testDialect()}`, () => {
     const foreign = (await mintAgent(svc.ctx, other.id, 'x', TEST_ACTOR)).agent.id;
     await expect(issue({ agentId: foreign })).rejects.toMatchObject({ status: 404 });
     await expect(issue({ agentId: crypto.randomUUID() })).rejects.toMatchObject({ status: 404 });
+    const revoked = (await mintAgent(svc.ctx, project.id, 'gone', TEST_ACTOR)).agent.id;
+    await revokeAgent(svc.ctx, project.id, revoked, TEST_ACTOR);
+    await expect(issue({ agentId: revoked })).rejects.toMatchObject({ status: 404 });
     await expect(issue({ agentId: null })).rejects.toMatchObject({ status: 422 });
     await expect(getCommand(svc.ctx.db, other.id, a.id)).rejects.toMatchObject({ status: 404 });
+    // The refused issues stored nothing: no command rows, no audit rows, an unbroken chain.
+    const stored = await svc.ctx.db.all<{ n: number }>(sql`SELECT COUNT(*) AS n FROM commands`);
+    expect(Number(stored[0]!.n)).toBe(2);
+    const audited = await svc.ctx.db.all<{ n: number }>(sql`SELECT COUNT(*) AS n FROM audit_log WHERE action LIKE 'command.%'`);
+    expect(Number(audited[0]!.n)).toBe(2);
+    expect(await verifyChain(svc.ctx.db, svc.ctx.audit.keyring)).toMatchObject({ clean: true });
   });
 
   test('list: newest first, by status, with a cursor', async () => {
