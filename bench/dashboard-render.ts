@@ -6,7 +6,8 @@
 // the agents uploads the task events over long-poll, one task.* event per task, in frames of 500 events.
 // Each run opens a new tab on the page and records, inside the page, performance.now() (milliseconds since
 // navigation start) when the table's first page of rows is in the DOM (a MutationObserver, so no polling
-// delay: `dom`), and when the frame showing them has been laid out and painted (`painted`). The queues page
+// delay: `dom`), and when the frame showing them has been laid out and painted (`painted`); resource timing
+// says when the script, `/auth/me` and the page's own request left and were answered. The queues page
 // (three rows) is measured the same way as the floor: the shell, the session and the request every page
 // pays. Then the clicks: a sidebar link from the project's overview to each page (a navigation inside the
 // dashboard), "Load more" on the tasks page and "Show all" on the agents page, each until painted. One
@@ -69,8 +70,11 @@ const listed = await (await context.request.get('/api/v1/projects/bench/tasks', 
 if (listed.items.length !== 1) throw new Error('no tasks listed');
 
 /** Records when `main tbody` first holds `rows` rows: performance.now() then, and once the frame that shows
- * them has been laid out and painted (a message posted from that frame's animation callback runs after it). */
-await context.addInitScript(() => {
+ * them has been laid out and painted (a message posted from that frame's animation callback runs after it).
+ * It says so on the console: waiting with page.waitForFunction would have Playwright inject and run its own
+ * script (about 15 ms of main-thread time) in the page while the dashboard is still booting. */
+const PAINTED = 'bench: rows painted';
+await context.addInitScript((PAINTED) => {
   const w = window as unknown as { benchRows: number; benchAt?: { dom: number; painted?: number } };
   new MutationObserver((_, observer) => {
     if (!w.benchRows || document.querySelectorAll('main tbody tr').length < w.benchRows) return;
@@ -78,12 +82,15 @@ await context.addInitScript(() => {
     w.benchAt = at;
     requestAnimationFrame(() => {
       const channel = new MessageChannel();
-      channel.port1.onmessage = () => (at.painted = performance.now());
+      channel.port1.onmessage = () => {
+        at.painted = performance.now();
+        console.debug(PAINTED);
+      };
       channel.port2.postMessage(null);
     });
     observer.disconnect();
   }).observe(document, { childList: true, subtree: true });
-});
+}, PAINTED);
 
 interface Run {
   dom: number;
@@ -93,21 +100,43 @@ interface Run {
   /** When the browser began fetching the page and had all of its HTML (ms since navigation start). */
   fetchStart: number;
   responseEnd: number;
+  /** Resource timing (ms since navigation start): when the script, `/auth/me` and the page's own request left
+   * and when their answers were in. */
+  scriptAsked: number;
+  scriptIn: number;
+  meAsked: number;
+  meIn: number;
+  pageAsked: number;
+  pageIn: number;
 }
 
-async function measure(path: string, rows: number): Promise<Run> {
+async function measure(path: string, rows: number, api: string): Promise<Run> {
   const page = await context.newPage();
   await page.addInitScript((n) => ((window as unknown as { benchRows: number }).benchRows = n), rows);
   const cdp = await context.newCDPSession(page);
   await cdp.send('Performance.enable');
+  const painted = page.waitForEvent('console', { predicate: (m) => m.text() === PAINTED, timeout: 30_000 });
   await page.goto(path);
-  await page.waitForFunction(() => (window as unknown as { benchAt?: { painted?: number } }).benchAt?.painted !== undefined, null, {
-    timeout: 30_000,
-  });
-  const at = await page.evaluate(() => {
+  await painted;
+  const at = await page.evaluate((pageApi) => {
     const nav = performance.getEntriesByType('navigation')[0] as PerformanceNavigationTiming;
-    return { ...(window as unknown as { benchAt: Run }).benchAt, fetchStart: nav.fetchStart, responseEnd: nav.responseEnd };
-  });
+    const resources = performance.getEntriesByType('resource') as PerformanceResourceTiming[];
+    const first = (test: (path: string) => boolean) => resources.find((r) => test(new URL(r.name).pathname));
+    const script = first((p) => p.endsWith('.js'));
+    const who = first((p) => p === '/api/v1/auth/me');
+    const own = first((p) => p === pageApi);
+    return {
+      ...(window as unknown as { benchAt: Run }).benchAt,
+      fetchStart: nav.fetchStart,
+      responseEnd: nav.responseEnd,
+      scriptAsked: script?.startTime ?? NaN,
+      scriptIn: script?.responseEnd ?? NaN,
+      meAsked: who?.startTime ?? NaN,
+      meIn: who?.responseEnd ?? NaN,
+      pageAsked: own?.startTime ?? NaN,
+      pageIn: own?.responseEnd ?? NaN,
+    };
+  }, api);
   // Where the page's main thread spent its time so far (seconds): running script, and in style and layout.
   const m = Object.fromEntries((await cdp.send('Performance.getMetrics')).metrics.map((x) => [x.name, x.value]));
   at.script = m.ScriptDuration! * 1000;
@@ -162,6 +191,13 @@ const summary = (list: Run[]) => ({
   fetch_start_ms_median: +median(list.map((r) => r.fetchStart)).toFixed(1),
   html_loaded_ms_median: +median(list.map((r) => r.responseEnd)).toFixed(1),
   painted_after_fetch_start_ms_median: +median(list.map((r) => r.painted - r.fetchStart)).toFixed(1),
+  // Where the load goes: the script and the requests every page pays, each asked for and answered.
+  script_asked_ms_median: +median(list.map((r) => r.scriptAsked)).toFixed(1),
+  script_in_ms_median: +median(list.map((r) => r.scriptIn)).toFixed(1),
+  me_asked_ms_median: +median(list.map((r) => r.meAsked)).toFixed(1),
+  me_in_ms_median: +median(list.map((r) => r.meIn)).toFixed(1),
+  page_request_asked_ms_median: +median(list.map((r) => r.pageAsked)).toFixed(1),
+  page_request_in_ms_median: +median(list.map((r) => r.pageIn)).toFixed(1),
 });
 
 const pages = [
@@ -169,12 +205,12 @@ const pages = [
   { name: 'queues', path: '/projects/bench/queues', rows: 3 },
   { name: 'agents', path: '/projects/bench/agents', rows: Math.min(AGENTS_SHOWN, agentCount) },
   { name: 'tasks', path: '/projects/bench/tasks', rows: Math.min(TASK_PAGE, taskCount) },
-];
+].map((p) => ({ ...p, api: `/api/v1${p.path}` }));
 const results: Record<string, unknown> = {};
 for (const p of pages) {
-  const cold = await measure(p.path, p.rows);
+  const cold = await measure(p.path, p.rows, p.api);
   const warm: Run[] = [];
-  for (let i = 0; i < runs; i++) warm.push(await measure(p.path, p.rows));
+  for (let i = 0; i < runs; i++) warm.push(await measure(p.path, p.rows, p.api));
   results[p.name] = { rows_rendered: p.rows, cold_first_run_dom_ms: +cold.dom.toFixed(1), ...summary(warm) };
 }
 const clicks: Record<string, number[]> = {
