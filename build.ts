@@ -94,6 +94,8 @@ if (!webOnly) {
     'build',
     '--compile',
     join(root, 'src/main.ts'),
+    // Worker threads must be entry points of their own in a compiled binary.
+    join(root, 'src/audit/verify-worker.ts'),
     '--outfile',
     join(root, 'dist/svc'),
     '--no-compile-autoload-dotenv',

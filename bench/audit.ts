@@ -2,7 +2,8 @@
 //   bun bench/audit.ts [--rows 1000000] [--appends 20000]
 //   SVC_BENCH_PG_URL=postgres://... bun bench/audit.ts --dialect postgres
 // Appends: one transaction per row through AuditService.record (what every
-// privileged action pays). Verify: `verifyChain` over every row. Activity:
+// privileged action pays). Verify: `verifyChain` over every row, in the
+// calling thread and spread over a worker thread per core. Activity:
 // GET /api/v1/activity through the real app (session cookie, in-process),
 // p50/p95 over repeated requests for several query shapes, with --rows rows.
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -10,7 +11,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { sql } from 'drizzle-orm';
 import { appendRows } from '../src/audit/chain.ts';
-import { verifyChain } from '../src/audit/verify.ts';
+import { ALL_CORES, verifyChain } from '../src/audit/verify.ts';
 import { loadConfigMintingSecrets } from '../src/config/secrets.ts';
 import { upgrade } from '../src/db/migrate.ts';
 import { ManualClock, setClock } from '../src/lib/clock.ts';
@@ -94,11 +95,13 @@ console.log(`fill: ${Number(count!.n)} rows in ${((performance.now() - t0) / 100
 if (db.dialect === 'sqlite') await db.tx((tx) => tx.run(sql`ANALYZE`));
 else await db.run(sql`ANALYZE audit_log`);
 
-// 3. Verify rate.
-t0 = performance.now();
-const report = await verifyChain(db, ctx.audit.keyring);
-secs = (performance.now() - t0) / 1000;
-console.log(`verify: ${report.rowsVerified} rows, clean=${report.clean}, ${(report.rowsVerified / secs).toFixed(0)} rows/s (${secs.toFixed(2)} s)`);
+// 3. Verify rate: in this thread, then as `svc audit verify` runs it (a worker thread per core).
+for (const threads of [0, ALL_CORES]) {
+  t0 = performance.now();
+  const report = await verifyChain(db, ctx.audit.keyring, { threads });
+  secs = (performance.now() - t0) / 1000;
+  console.log(`verify (threads: ${report.threads}): ${report.rowsVerified} rows, clean=${report.clean}, ${(report.rowsVerified / secs).toFixed(0)} rows/s (${secs.toFixed(2)} s)`);
+}
 
 // 4. Activity page latency. (The service clock is driven by hand from here on,
 // only to step over the per-user rate limit; timings use performance.now().)

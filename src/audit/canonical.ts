@@ -38,11 +38,18 @@ export interface AuditRow {
 const PLAIN = /^[\x20\x21\x23-\x5b\x5d-\x7e]*$/;
 const j = (s: string | null): string => (s === null ? 'null' : PLAIN.test(s) ? `"${s}"` : JSON.stringify(s));
 
+/** A row as verification reads it: on SQLite the metadata is the stored text
+ * (written as sortedJson's text, so it can be MACed as it is); PostgreSQL's
+ * jsonb arrives parsed. */
+export type StoredRow = Omit<AuditRow, 'metadata'> & { metadata: string | Record<string, unknown> };
+
+/** The covered fields; the metadata comes separately, as its sorted-key JSON text. */
+type Covered = Omit<AuditRow, 'row_hmac' | 'user_id' | 'metadata'>;
+
 /** Sorted-key JSON of the covered fields, the same text sortedJson() gives.
  * Written out by hand (the keys are fixed and already in sorted order):
- * verification runs this for every row. `metadataJson` may carry the stored
- * metadata text when it is already sortedJson's (see storedMetadataJson). */
-export function rowCanonical(row: Omit<AuditRow, 'row_hmac' | 'user_id'>, metadataJson = sortedJson(row.metadata)): string {
+ * verification runs this for every row. */
+export function rowCanonical(row: Covered, metadataJson: string): string {
   return (
     `{"action":${j(row.action)},"actor_digest":${j(row.actor_digest)},"api_key_id":${j(row.api_key_id)}` +
     `,"chain_generation":${j(row.chain_generation)},"event_id":${j(row.event_id)},"hmac_key_id":${j(row.hmac_key_id)}` +
@@ -53,10 +60,10 @@ export function rowCanonical(row: Omit<AuditRow, 'row_hmac' | 'user_id'>, metada
   );
 }
 
-export const rowHmac = (secret: string, row: Omit<AuditRow, 'row_hmac' | 'user_id'>, metadataJson?: string): string =>
-  hmacHex(secret, `svc/audit-chain/row/v1\0${rowCanonical(row, metadataJson)}`);
+export const rowHmac = (secret: string, row: Covered, metadataJson: string): string =>
+  hmacHex(secret, rowCanonical(row, metadataJson), 'svc/audit-chain/row/v1\0');
 
-export const actorDigest = (secret: string, userId: string): string => hmacHex(secret, `svc/audit-chain/actor/v1\0${userId}`);
+export const actorDigest = (secret: string, userId: string): string => hmacHex(secret, userId, 'svc/audit-chain/actor/v1\0');
 
 /** The authenticated chain state, minus its MAC. */
 export interface ChainStatePayload {

@@ -6,9 +6,10 @@
 import { isoMicros, nowIso, nowMicros, parseIsoMicros } from '../lib/clock.ts';
 import { safeEqual } from '../lib/crypto.ts';
 import type { Executor } from '../db/connect.ts';
-import { actorDigest, rowHmac, STATE_FORMAT, stateMac, type AuditRow, type ChainStatePayload } from './canonical.ts';
+import { sortedJson } from '../lib/sorted-json.ts';
+import { actorDigest, rowHmac, STATE_FORMAT, stateMac, type AuditRow, type ChainStatePayload, type StoredRow } from './canonical.ts';
 import type { Keyring } from './keyring.ts';
-import { countRows, loadState, lockedState, storedMetadataJson, writeRowsAndState, type StoredState } from './store.ts';
+import { countRows, loadState, lockedState, writeRowsAndState, type StoredState } from './store.ts';
 
 export class AuditChainError extends Error {}
 
@@ -33,19 +34,34 @@ const OUTCOMES: Record<string, string> = { success: 'allow', failed: 'failure', 
 const cut = (s: string | null | undefined, n: number): string | null => (s == null ? null : s.length > n ? s.slice(0, n) : s);
 
 /** Why a row's MAC (and signed actor) fails, or null when it verifies. */
-export function rowProblem(row: AuditRow, keyring: Keyring): string | null {
+export function rowProblem(row: StoredRow | AuditRow, keyring: Keyring): string | null {
   const key = keyring.get(row.hmac_key_id);
   if (!key) return `signed with key ${row.hmac_key_id.slice(0, 12)}…, which is not configured`;
-  // rowHmac reads only the covered fields, so the row goes in as it is. The
-  // stored metadata text is tried first: rows are written with the canonical
-  // text, which spares re-sorting it; a match proves it is the signed text.
-  const stored = storedMetadataJson(row);
-  const macOk = (stored !== undefined && safeEqual(rowHmac(key.secret, row, stored), row.row_hmac)) || safeEqual(rowHmac(key.secret, row), row.row_hmac);
-  if (!macOk) return 'contents do not match its row_hmac (the row was altered)';
+  if (!safeEqual(rowHmac(key.secret, row, metadataJsonOf(row)), row.row_hmac) && !signedAsParsed(row, key.secret)) {
+    return 'contents do not match its row_hmac (the row was altered)';
+  }
   if (row.user_id !== null && (row.actor_digest === null || !safeEqual(actorDigest(key.secret, row.user_id), row.actor_digest))) {
     return 'user_id does not match the signed actor';
   }
   return null;
+}
+
+/** Stored metadata text is MACed as it is (rows are written with sortedJson's
+ * text, which spares parsing and re-sorting it); a match proves it is the
+ * signed text. Parsed metadata (PostgreSQL's jsonb) is sorted here. */
+const metadataJsonOf = (row: StoredRow | AuditRow): string => (typeof row.metadata === 'string' ? row.metadata : sortedJson(row.metadata));
+
+/** Second chance for stored text that differs from sortedJson's spelling of
+ * the same content (written by hand, or by an older version). */
+function signedAsParsed(row: StoredRow | AuditRow, secret: string): boolean {
+  if (typeof row.metadata !== 'string') return false;
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(row.metadata);
+  } catch {
+    return false;
+  }
+  return safeEqual(rowHmac(secret, row, sortedJson(parsed)), row.row_hmac);
 }
 
 /** Checks the chain state's MAC against the keyring. */
@@ -130,7 +146,7 @@ export function buildRow(state: ChainStatePayload, keyring: Keyring, entry: Audi
     hmac_key_id: key.id,
     chain_generation: state.generation,
   };
-  return { ...unsigned, user_id: entry.user_id ?? null, row_hmac: rowHmac(key.secret, unsigned) };
+  return { ...unsigned, user_id: entry.user_id ?? null, row_hmac: rowHmac(key.secret, unsigned, sortedJson(unsigned.metadata)) };
 }
 
 export function advance(state: ChainStatePayload, row: AuditRow): ChainStatePayload {

@@ -25,6 +25,12 @@ export class Keyring {
     return this.byIdMap.get(id);
   }
 
+  /** The secrets it was built from, current first: how a verification worker
+   * thread (same process) builds its own keyring. */
+  secrets(): { current: string; previous: string[] } {
+    return { current: this.current.secret, previous: [...this.byIdMap.values()].filter((k) => k !== this.current).map((k) => k.secret) };
+  }
+
   ids(): string[] {
     return [...this.byIdMap.keys()];
   }

@@ -5,7 +5,7 @@ import { Elysia } from 'elysia';
 import { actorOf } from '../auth/actor.ts';
 import { authorize } from '../auth/guards.ts';
 import type { AppContext } from '../server/context.ts';
-import { verifyChain } from './verify.ts';
+import { IN_SERVICE, verifyChain } from './verify.ts';
 
 export const auditRoutes = (ctx: AppContext) =>
   new Elysia({ detail: { tags: ['audit'] } }).post(
@@ -13,7 +13,7 @@ export const auditRoutes = (ctx: AppContext) =>
     async ({ request }) => {
       const who = await authorize(ctx, request, { admin: true });
       const started = performance.now();
-      const report = await verifyChain(ctx.db, ctx.audit.keyring, { onPage: () => new Promise((r) => setImmediate(r)) });
+      const report = await verifyChain(ctx.db, ctx.audit.keyring, IN_SERVICE);
       await ctx.audit.record(ctx.db, {
         ...actorOf(ctx, request, who),
         action: 'audit.verified',

@@ -2,7 +2,7 @@
 import { sql } from 'drizzle-orm';
 import type { Executor } from '../db/connect.ts';
 import { sortedJson } from '../lib/sorted-json.ts';
-import type { AuditRow, ChainStatePayload } from './canonical.ts';
+import type { AuditRow, ChainStatePayload, StoredRow } from './canonical.ts';
 
 export const STATE_ID = 'audit-chain';
 /** PostgreSQL advisory lock key serialising appends across replicas. */
@@ -152,11 +152,6 @@ export async function writeRowsAndState(ex: Executor, rows: AuditRow[], state: S
   ]);
 }
 
-const metadataText = new WeakMap<AuditRow, string>();
-
-/** The metadata text a row was read with (SQLite; PostgreSQL's jsonb has its own key order). */
-export const storedMetadataJson = (row: AuditRow): string | undefined => metadataText.get(row);
-
 export async function countRows(ex: Executor): Promise<number> {
   const [r] = await ex.all<{ n: number }>(sql`SELECT COUNT(*) AS n FROM audit_log`);
   return Number(r!.n);
@@ -180,11 +175,7 @@ export async function rowsAfter(
     sql`SELECT ${COLUMNS} FROM audit_log WHERE ${gen}${cursor} ORDER BY occurred_at, id LIMIT ${limit}`,
   );
   // SQLite hands JSON back as text; PostgreSQL's jsonb arrives parsed.
-  for (const r of rows) {
-    if (typeof r.metadata !== 'string') continue;
-    metadataText.set(r, r.metadata);
-    r.metadata = JSON.parse(r.metadata);
-  }
+  for (const r of rows) if (typeof r.metadata === 'string') r.metadata = JSON.parse(r.metadata);
   return rows;
 }
 
@@ -215,4 +206,44 @@ export async function allowDeletes(ex: Executor, on: boolean): Promise<void> {
   } else {
     await ex.run(sql`UPDATE audit_maintenance SET active = ${on ? 1 : 0} WHERE id = 1`);
   }
+}
+
+/** A row's place in chain order. */
+export interface RowKey {
+  occurred_at: string;
+  id: string;
+}
+
+/** Verification reads through fixed statements (cached prepared statements on
+ * SQLite) and leaves the metadata as stored: every row of the chain passes here. */
+const CHAIN_ROWS = (after: boolean, through: boolean) =>
+  `SELECT ${ROW_COLUMNS.join(', ')} FROM audit_log WHERE chain_generation = ?` +
+  (after ? ' AND (occurred_at, id) > (?, ?)' : '') +
+  (through ? ' AND (occurred_at, id) <= (?, ?)' : '') +
+  ' ORDER BY occurred_at, id LIMIT ?';
+const CHAIN_ROWS_TEXT = [CHAIN_ROWS(false, false), CHAIN_ROWS(false, true), CHAIN_ROWS(true, false), CHAIN_ROWS(true, true)];
+
+/** Rows of `generation` with after < key <= through (either end open when null), oldest first. */
+export async function chainRows(ex: Executor, generation: string, after: RowKey | null, through: RowKey | null, limit: number): Promise<StoredRow[]> {
+  const params: unknown[] = [generation];
+  if (after) params.push(after.occurred_at, after.id);
+  if (through) params.push(through.occurred_at, through.id);
+  params.push(limit);
+  return ex.query<StoredRow>(CHAIN_ROWS_TEXT[(after ? 2 : 0) + (through ? 1 : 0)]!, params);
+}
+
+/** The key `offset` rows into chain order, over every generation (a split point: a cheap walk of the order index). */
+export async function keyAtOffset(ex: Executor, offset: number): Promise<RowKey | null> {
+  const [key] = await ex.query<RowKey>('SELECT occurred_at, id FROM audit_log ORDER BY occurred_at, id LIMIT 1 OFFSET ?', [offset]);
+  return key ?? null;
+}
+
+/** Rows of `generation` after `key` (all of them when null): how many, and the first. */
+export async function rowsBeyond(ex: Executor, generation: string, key: RowKey | null): Promise<{ count: number; firstId: string | null }> {
+  const where = key ? 'chain_generation = ? AND (occurred_at, id) > (?, ?)' : 'chain_generation = ?';
+  const params = key ? [generation, key.occurred_at, key.id] : [generation];
+  const [first] = await ex.query<{ id: string }>(`SELECT id FROM audit_log WHERE ${where} ORDER BY occurred_at, id LIMIT 1`, params);
+  if (!first) return { count: 0, firstId: null };
+  const [n] = await ex.query<{ n: number }>(`SELECT COUNT(*) AS n FROM audit_log WHERE ${where}`, params);
+  return { count: Number(n!.n), firstId: first.id };
 }

@@ -5,23 +5,22 @@
 // of earlier generations are checked against their digest. Optionally
 // compares a head exported earlier (--known-head), which is what catches a
 // rollback of the whole database to an older, self-consistent state.
-import type { Executor } from '../db/connect.ts';
-import { FrozenDigest, type AuditRow } from './canonical.ts';
-import { authenticateState, AuditChainError, rowProblem } from './chain.ts';
+//
+// The state, and whatever lies beyond its head, are read under the chain lock
+// (a moment); the walk then covers the rows up to that head, which the
+// append-only table keeps as they are, so appends go on meanwhile. Long
+// chains are cut into stretches checked by worker threads (verify-range.ts).
+import { availableParallelism } from 'node:os';
+import type { Db } from '../db/connect.ts';
+import { FrozenDigest } from './canonical.ts';
+import { authenticateState, AuditChainError } from './chain.ts';
+import { names, parseEnvelope, type KnownHeadOutcome } from './envelope.ts';
 import type { Keyring } from './keyring.ts';
-import { eachRow, loadState, rowsAfter, type StoredState } from './store.ts';
+import { eachRow, keyAtOffset, lockedState, rowsAfter, rowsBeyond, type RowKey, type StoredState } from './store.ts';
+import { LINK_BROKEN, verifyRange, type RangeReport, type RangeRequest } from './verify-range.ts';
+import type { RangeJob, RangeOutcome } from './verify-worker.ts';
 
-export type KnownHeadOutcome = 'CURRENT_MATCH' | 'PRUNE_MATCH' | 'CURRENT_PRUNE_MATCH' | 'VERIFIED_ANCESTOR' | 'INVALID' | 'UNPROVABLE';
-
-/** The exported head: a closed set of keys (`svc audit export-head`). */
-export interface HeadEnvelope {
-  hmac_version: number;
-  row_hmac: string;
-  hmac_key_id: string;
-  generation: string;
-  occurred_at: string;
-  id: string;
-}
+export { envelopeOf, type HeadEnvelope, type KnownHeadOutcome } from './envelope.ts';
 
 export interface VerifyReport {
   clean: boolean;
@@ -31,80 +30,76 @@ export interface VerifyReport {
   /** The first row found wrong, when one is. */
   firstBadRowId: string | null;
   knownHead?: KnownHeadOutcome;
+  /** Worker threads the walk was spread over (0: walked in the calling thread). */
+  threads: number;
 }
 
 const MAX_FINDINGS = 100;
-const HEX64 = /^[0-9a-f]{64}$/;
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
-const TS = /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}\+00:00$/;
-const ENVELOPE_KEYS = ['generation', 'hmac_key_id', 'hmac_version', 'id', 'occurred_at', 'row_hmac'];
-
-export function envelopeOf(state: StoredState): HeadEnvelope | null {
-  if (!state.head_row_hmac) return null;
-  return {
-    hmac_version: 1,
-    row_hmac: state.head_row_hmac,
-    hmac_key_id: state.head_key_id!,
-    generation: state.generation,
-    occurred_at: state.head_occurred_at!,
-    id: state.head_id!,
-  };
-}
-
-/** Parses a known-head envelope; null when it is not exactly our shape.
- * Only row_hmac is required; any other key or malformed value is INVALID. */
-export function parseEnvelope(text: string): Partial<HeadEnvelope> & { row_hmac: string } | null {
-  let value: unknown;
-  try {
-    value = JSON.parse(text);
-  } catch {
-    return null;
-  }
-  if (!value || typeof value !== 'object' || Array.isArray(value)) return null;
-  const v = value as Record<string, unknown>;
-  if (Object.keys(v).some((k) => !ENVELOPE_KEYS.includes(k))) return null;
-  if (typeof v.row_hmac !== 'string' || !HEX64.test(v.row_hmac)) return null;
-  if ('hmac_version' in v && v.hmac_version !== 1) return null;
-  if ('hmac_key_id' in v && !(typeof v.hmac_key_id === 'string' && HEX64.test(v.hmac_key_id))) return null;
-  if ('generation' in v && !(typeof v.generation === 'string' && UUID.test(v.generation))) return null;
-  if ('id' in v && !(typeof v.id === 'string' && UUID.test(v.id))) return null;
-  if ('occurred_at' in v && !(typeof v.occurred_at === 'string' && TS.test(v.occurred_at))) return null;
-  return v as Partial<HeadEnvelope> & { row_hmac: string };
-}
-
-/** Whether an envelope names this row/boundary (every key it gives must agree). */
-function names(env: Partial<HeadEnvelope> & { row_hmac: string }, at: { row_hmac: string | null; hmac_key_id: string | null; occurred_at: string | null; id: string | null }, generation: string): boolean {
-  if (!at.row_hmac || env.row_hmac !== at.row_hmac) return false;
-  if (env.hmac_key_id !== undefined && env.hmac_key_id !== at.hmac_key_id) return false;
-  if (env.occurred_at !== undefined && env.occurred_at !== at.occurred_at) return false;
-  if (env.id !== undefined && env.id !== at.id) return false;
-  if (env.generation !== undefined && env.generation !== generation) return false;
-  return true;
-}
+/** Below this many rows a thread, starting one costs more than it saves. */
+const MIN_ROWS_PER_THREAD = 50_000;
+/** Every core: for the operator's `svc audit verify`. */
+export const ALL_CORES = availableParallelism();
 
 export interface VerifyOptions {
   knownHead?: string;
   pageSize?: number;
-  /** Called after each page (the scheduled verifier yields to the event loop here). */
+  /** Worker threads to check stretches of the chain on; 0 (the default) walks
+   * in this thread. Short chains use fewer threads, or none. */
+  threads?: number;
+  /** Walking in this thread: called after each page (the scheduled verifier yields to the event loop here). */
   onPage?: (rowsSoFar: number) => Promise<void> | void;
 }
 
-export async function verifyChain(ex: Executor, keyring: Keyring, options: VerifyOptions = {}): Promise<VerifyReport> {
+/** Inside the running service (scheduled verifier, the admin's button): a long
+ * chain is walked by one worker thread, so a core stays for requests and the
+ * event loop stays free; a short one in this thread, yielding between pages. */
+export const IN_SERVICE: VerifyOptions = { threads: 1, onPage: () => new Promise((r) => setImmediate(r)) };
+
+/** What was read under the chain lock: the state, rows beyond its head, where to cut the walk. */
+interface Start {
+  state: StoredState;
+  beyond: { count: number; firstId: string | null };
+  cuts: RowKey[];
+}
+
+const keyOf = (at: { occurred_at: string | null; id: string | null }): RowKey | null => (at.occurred_at && at.id ? { occurred_at: at.occurred_at, id: at.id } : null);
+const before = (a: RowKey, b: RowKey): boolean => a.occurred_at < b.occurred_at || (a.occurred_at === b.occurred_at && a.id < b.id);
+
+async function readStart(db: Db, threads: number): Promise<Start | null> {
+  return db.tx(async (tx) => {
+    const state = await lockedState(tx);
+    if (!state) return null;
+    const head = keyOf({ occurred_at: state.head_occurred_at, id: state.head_id });
+    const beyond = await rowsBeyond(tx, state.generation, head);
+    const cuts: RowKey[] = [];
+    const n = head ? Math.min(threads, Math.floor(state.active_row_count / MIN_ROWS_PER_THREAD)) : 0;
+    const total = state.active_row_count + state.frozen_row_count;
+    for (let k = 1; k < n; k++) {
+      const cut = await keyAtOffset(tx, Math.floor((k * total) / n));
+      if (cut && before(cut, head!) && (cuts.length === 0 || before(cuts[cuts.length - 1]!, cut))) cuts.push(cut);
+    }
+    // n > 0 means worker threads, even a single one (the event loop stays free).
+    return { state, beyond, cuts: n > 0 ? [...cuts, head!] : [] };
+  });
+}
+
+export async function verifyChain(db: Db, keyring: Keyring, options: VerifyOptions = {}): Promise<VerifyReport> {
   const findings: string[] = [];
   let firstBad: string | null = null;
-  const find = (message: string, rowId?: string) => {
+  const find = (message: string, rowId?: string | null) => {
     if (rowId && !firstBad) firstBad = rowId;
     if (findings.length < MAX_FINDINGS) findings.push(message);
     else if (findings.length === MAX_FINDINGS) findings.push('… more findings not shown');
   };
   const envelope = options.knownHead !== undefined ? parseEnvelope(options.knownHead) : undefined;
 
-  const state = await loadState(ex);
-  if (!state) {
-    const anyRow = await rowsAfter(ex, { not: '' }, null, 1);
+  const start = await readStart(db, options.threads ?? 0);
+  if (!start) {
+    const anyRow = await rowsAfter(db, { not: '' }, null, 1);
     if (anyRow.length > 0) find('the audit chain state is missing while rows exist');
-    return { clean: findings.length === 0, rowsVerified: 0, frozenRows: 0, findings, firstBadRowId: null, knownHead: envelope === undefined ? undefined : envelope ? 'UNPROVABLE' : 'INVALID' };
+    return { clean: findings.length === 0, rowsVerified: 0, frozenRows: 0, findings, firstBadRowId: null, knownHead: envelope === undefined ? undefined : envelope ? 'UNPROVABLE' : 'INVALID', threads: 0 };
   }
+  const { state, beyond, cuts } = start;
   try {
     authenticateState(state, keyring);
   } catch (e) {
@@ -112,25 +107,38 @@ export async function verifyChain(ex: Executor, keyring: Keyring, options: Verif
     find(e.message);
   }
 
-  // Active generation.
+  // Active generation, up to the head: one stretch in this thread, or one per worker thread.
+  const head = keyOf({ occurred_at: state.head_occurred_at, id: state.head_id });
+  const request = (after: RowKey | null, through: RowKey | null): RangeRequest => ({
+    generation: state.generation,
+    after,
+    through,
+    knownHead: envelope ?? null,
+    maxFindings: MAX_FINDINGS + 1,
+    pageSize: options.pageSize,
+  });
+  const stretches = head === null ? [] : cuts.length === 0 ? [await verifyRange(db, keyring, request(null, head), options.onPage)] : await inWorkers(db, keyring, cuts.map((cut, i) => request(cuts[i - 1] ?? null, cut)));
+
   let expectedPrev = state.prune_row_hmac;
-  let tail: AuditRow | null = null;
+  let tail: RangeReport['last'] = null;
   let count = 0;
   let ancestor = false;
   const perKey: Record<string, number> = {};
-  for await (const row of eachRow(ex, { is: state.generation }, options.pageSize, options.onPage)) {
-    count++;
-    perKey[row.hmac_key_id] = (perKey[row.hmac_key_id] ?? 0) + 1;
-    const problem = rowProblem(row, keyring);
-    if (problem) find(`row ${row.id} (${row.occurred_at}): ${problem}`, row.id);
-    if (row.prev_row_hmac !== expectedPrev) {
-      find(`row ${row.id} (${row.occurred_at}): does not follow the row before it (a row was removed, inserted or reordered)`, row.id);
+  for (const s of stretches) {
+    if (s.first && s.first.prev_row_hmac !== expectedPrev) find(`row ${s.first.id} (${s.first.occurred_at}): ${LINK_BROKEN}`, s.first.id);
+    for (const f of s.findings) find(f.message, f.rowId);
+    for (const [id, n] of Object.entries(s.perKey)) perKey[id] = (perKey[id] ?? 0) + n;
+    count += s.count;
+    ancestor ||= s.ancestor;
+    if (s.last) {
+      expectedPrev = s.last.row_hmac;
+      tail = s.last;
     }
-    if (envelope && names(envelope, row, state.generation)) ancestor = true;
-    expectedPrev = row.row_hmac;
-    tail = row;
   }
 
+  if (beyond.count > 0) {
+    find(`${beyond.count} rows lie after the head recorded in the chain state, from row ${beyond.firstId} (added outside the chain, or the state was moved back)`, beyond.firstId);
+  }
   if (count !== state.active_row_count) find(`the chain state records ${state.active_row_count} rows but ${count} were found`);
   for (const id of new Set([...Object.keys(perKey), ...Object.keys(state.active_key_counts)])) {
     if ((perKey[id] ?? 0) !== (state.active_key_counts[id] ?? 0)) {
@@ -145,7 +153,7 @@ export async function verifyChain(ex: Executor, keyring: Keyring, options: Verif
 
   // Frozen rows of earlier generations.
   const frozen = new FrozenDigest();
-  for await (const row of eachRow(ex, { not: state.generation }, options.pageSize)) frozen.add(row);
+  for await (const row of eachRow(db, { not: state.generation }, options.pageSize)) frozen.add(row);
   if (frozen.count !== state.frozen_row_count || frozen.digest() !== state.frozen_snapshot_digest) {
     find(`frozen rows of earlier generations do not match their recorded digest (${frozen.count} found, ${state.frozen_row_count} recorded)`);
   }
@@ -160,5 +168,33 @@ export async function verifyChain(ex: Executor, keyring: Keyring, options: Verif
     knownHead = atHead && atPrune ? 'CURRENT_PRUNE_MATCH' : atHead ? 'CURRENT_MATCH' : atPrune ? 'PRUNE_MATCH' : ancestor ? 'VERIFIED_ANCESTOR' : 'UNPROVABLE';
   }
   const headOk = knownHead === undefined || (knownHead !== 'INVALID' && knownHead !== 'UNPROVABLE');
-  return { clean: findings.length === 0 && headOk, rowsVerified: count, frozenRows: frozen.count, findings, firstBadRowId: firstBad, knownHead };
+  return { clean: findings.length === 0 && headOk, rowsVerified: count, frozenRows: frozen.count, findings, firstBadRowId: firstBad, knownHead, threads: cuts.length };
+}
+
+// In the compiled binary the worker is an entry point of its own (build.ts),
+// embedded under the entry points' common folder (src/) as audit/verify-worker.js.
+const COMPILED = import.meta.url.startsWith('file:///$bunfs/');
+const WORKER = COMPILED ? '/$bunfs/root/audit/verify-worker.js' : new URL('./verify-worker.ts', import.meta.url).href;
+
+/** Checks each stretch in a worker thread of its own, with its own connection. */
+function inWorkers(db: Db, keyring: Keyring, requests: RangeRequest[]): Promise<RangeReport[]> {
+  return Promise.all(
+    requests.map(
+      (request) =>
+        new Promise<RangeReport>((resolve, reject) => {
+          const worker = new Worker(WORKER);
+          worker.onmessage = (event: MessageEvent<RangeOutcome>) => {
+            worker.terminate();
+            if ('error' in event.data) reject(new Error(`audit verification thread: ${event.data.error}`));
+            else resolve(event.data.report);
+          };
+          worker.onerror = (event) => {
+            worker.terminate();
+            reject(new Error(`audit verification thread: ${event.message}`));
+          };
+          const job: RangeJob = { target: db.target, open: {}, keys: keyring.secrets(), request };
+          worker.postMessage(job);
+        }),
+    ),
+  );
 }

@@ -14,7 +14,7 @@ import {
   rotateChainKey,
 } from '../audit/maintenance.ts';
 import { loadState } from '../audit/store.ts';
-import { envelopeOf, verifyChain, type VerifyReport } from '../audit/verify.ts';
+import { ALL_CORES, envelopeOf, verifyChain, type VerifyReport } from '../audit/verify.ts';
 import type { Db } from '../db/connect.ts';
 import { randomToken } from '../lib/crypto.ts';
 import { sortedJson } from '../lib/sorted-json.ts';
@@ -57,7 +57,8 @@ function readEnvelopeArg(value: string): string {
 
 function printReport(report: VerifyReport): void {
   for (const f of report.findings) err(`finding: ${f}`);
-  const rows = `${report.rowsVerified} rows verified${report.frozenRows ? `, ${report.frozenRows} frozen rows checked` : ''}`;
+  const threads = report.threads > 0 ? ` in ${report.threads} thread${report.threads > 1 ? 's' : ''}` : '';
+  const rows = `${report.rowsVerified} rows verified${threads}${report.frozenRows ? `, ${report.frozenRows} frozen rows checked` : ''}`;
   if (report.knownHead) err(`known head: ${report.knownHead}`);
   if (report.clean) err(`audit chain: OK (${rows})`);
   else if (report.findings.length > 0) {
@@ -76,7 +77,7 @@ export function auditGroup(args: string[]): Promise<number> {
     .option('--known-head <envelope>', 'a head exported earlier (JSON, @file or - for stdin); anything but a match exits non-zero')
     .action((opts: { knownHead?: string }) =>
       withChain(async (db, keyring) => {
-        const report = await verifyChain(db, keyring, { knownHead: opts.knownHead === undefined ? undefined : readEnvelopeArg(opts.knownHead) });
+        const report = await verifyChain(db, keyring, { knownHead: opts.knownHead === undefined ? undefined : readEnvelopeArg(opts.knownHead), threads: ALL_CORES });
         printReport(report);
         return exitFor(report);
       }),
@@ -89,7 +90,7 @@ export function auditGroup(args: string[]): Promise<number> {
     .action((opts: { verify?: boolean; output?: string }) =>
       withChain(async (db, keyring) => {
         if (opts.verify) {
-          const report = await verifyChain(db, keyring);
+          const report = await verifyChain(db, keyring, { threads: ALL_CORES });
           printReport(report);
           if (!report.clean) return 1;
         }

@@ -2,16 +2,17 @@
 import { describe, expect, test } from 'bun:test';
 import { Database } from 'bun:sqlite';
 import { copyFileSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { availableParallelism } from 'node:os';
 import { join } from 'node:path';
 import { cleanEnv, runSvc, startSvc } from '../helpers/binary.ts';
 
 const env = cleanEnv();
 const dbPath = join(env.SVC_HOME!, 'svc.db');
-const secretOf = (name: string) => readFileSync(join(env.SVC_HOME!, 'secret.env'), 'utf8').match(new RegExp(`^${name}=(.+)$`, 'm'))?.[1];
+const secretOf = (name: string, home = env.SVC_HOME!) => readFileSync(join(home, 'secret.env'), 'utf8').match(new RegExp(`^${name}=(.+)$`, 'm'))?.[1];
 
-async function append(n: number): Promise<void> {
-  const p = Bun.spawn([process.execPath, join(import.meta.dir, '../helpers/append-child.ts'), `sqlite://${dbPath}`, String(n), '4'], {
-    env: { ...process.env, SVC_AUDIT_CHAIN_SECRET: secretOf('SVC_AUDIT_CHAIN_SECRET')! },
+async function append(n: number, perTransaction = 1, home = env.SVC_HOME!): Promise<void> {
+  const p = Bun.spawn([process.execPath, join(import.meta.dir, '../helpers/append-child.ts'), `sqlite://${join(home, 'svc.db')}`, String(n), '4', String(perTransaction)], {
+    env: { ...process.env, SVC_AUDIT_CHAIN_SECRET: secretOf('SVC_AUDIT_CHAIN_SECRET', home)! },
     stderr: 'pipe',
   });
   expect(await p.exited).toBe(0);
@@ -86,6 +87,30 @@ describe('svc audit', () => {
     expect(head.stdout).toBe('');
     expect(head.stderr).toContain('refusing to export an unauthenticated head');
   });
+});
+
+describe('a long chain', () => {
+  const long = cleanEnv();
+  const rows = 110_000;
+
+  test('is verified by worker threads inside the binary, and a row altered in the second half is named', async () => {
+    const svc = await startSvc(long);
+    await svc.stop();
+    await append(rows, 5000, long.SVC_HOME!);
+    // 50,000 rows a thread at least: two threads here, one on a single core.
+    const threads = Math.min(2, availableParallelism());
+    const clean = await runSvc(['audit', 'verify'], long);
+    expect(clean.stderr).toContain(`audit chain: OK (${rows} rows verified in ${threads} thread${threads > 1 ? 's' : ''})`);
+    expect(clean.code).toBe(0);
+    const db = new Database(join(long.SVC_HOME!, 'svc.db'));
+    const victim = (db.query('SELECT id FROM audit_log ORDER BY occurred_at, id LIMIT 1 OFFSET 99000').get() as { id: string }).id;
+    db.exec('DROP TRIGGER audit_log_no_update');
+    db.exec(`UPDATE audit_log SET target_id = 'forged' WHERE id = '${victim}'`);
+    db.close();
+    const broken = await runSvc(['audit', 'verify'], long);
+    expect(broken.code).toBe(1);
+    expect(broken.stderr).toContain(`first bad row: ${victim}`);
+  }, 120_000);
 });
 
 describe('chain maintenance commands', () => {

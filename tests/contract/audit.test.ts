@@ -101,6 +101,16 @@ describe(`audit chain on ${testDialect()}`, () => {
     expect((await verifyChain(db(), keyring())).clean).toBe(true);
   });
 
+  test('appends while a verification walks do not make it fail', async () => {
+    await appendMany(db(), audit(), 30);
+    let added = 0;
+    // Between pages, more rows are appended: the walk covers the rows up to the head it started from.
+    const report = await verifyChain(db(), keyring(), { pageSize: 7, onPage: async () => void (await audit().record(db(), { action: 'during.verify', target_id: String(added++) })) });
+    expect(report).toMatchObject({ clean: true, rowsVerified: 30, findings: [] });
+    expect(added).toBeGreaterThan(3);
+    expect(await verifyChain(db(), keyring())).toMatchObject({ clean: true, rowsVerified: 30 + added });
+  });
+
   describe('tampering is caught and the row is named', () => {
     test('changed metadata', async () => {
       const ids = await appendMany(db(), audit(), 10);
@@ -140,6 +150,18 @@ describe(`audit chain on ${testDialect()}`, () => {
       expect(report.clean).toBe(false);
       // b now comes first, right after rows[2], and does not follow it.
       expect(report.firstBadRowId).toBe(b.id);
+    });
+
+    test('a row added after the head, outside the chain', async () => {
+      const ids = await appendMany(db(), audit(), 5);
+      const forged = crypto.randomUUID();
+      await tamper(db(), [
+        `INSERT INTO audit_log SELECT '${forged}', '2999-01-01T00:00:00.000000+00:00', action, target_type, target_id, result, outcome, event_id, user_id, actor_digest, api_key_id, project_id, source_ip, user_agent, metadata, row_hmac, row_hmac, hmac_key_id, chain_generation FROM audit_log WHERE id = '${ids[4]}'`,
+      ]);
+      const report = await verifyChain(db(), keyring());
+      expect(report.clean).toBe(false);
+      expect(report.firstBadRowId).toBe(forged);
+      expect(report.findings).toEqual([`1 rows lie after the head recorded in the chain state, from row ${forged} (added outside the chain, or the state was moved back)`]);
     });
 
     test('a truncated tail (newest rows removed)', async () => {
@@ -346,3 +368,36 @@ test(`1,000 concurrent appends from two processes leave one unbroken chain (${te
   const pids = await svc.ctx.db.all<{ n: number }>(sql`SELECT COUNT(DISTINCT target_id) AS n FROM audit_log`);
   expect(Number(pids[0]!.n)).toBe(1000);
 }, 120_000);
+
+describe(`long chains are checked in worker threads (${testDialect()})`, () => {
+  // At least 50,000 rows a thread: with two threads, the walk is cut in two at the middle row.
+  const ROWS = 110_000;
+
+  test('the same report as one thread; a row altered after the cut and a row removed at the cut are named', async () => {
+    for (let done = 0; done < ROWS; done += 5000) {
+      await db().tx((tx) => appendRows(tx, keyring(), Array.from({ length: 5000 }, (_, i) => ({ action: 'bulk.row', target_id: String(done + i), metadata: { i: done + i } }))));
+    }
+    const inThread = await verifyChain(db(), keyring());
+    const threaded = await verifyChain(db(), keyring(), { threads: 2 });
+    expect(inThread).toMatchObject({ clean: true, rowsVerified: ROWS, threads: 0 });
+    expect(threaded).toEqual({ ...inThread, threads: 2 });
+
+    const ordered = await orderedIds(db());
+    const cut = ROWS / 2;
+    await tamper(db(), [
+      `DELETE FROM audit_log WHERE id = '${ordered[cut + 1]}'`,
+      db().dialect === 'postgres'
+        ? `UPDATE audit_log SET metadata = '{"i": -1}'::jsonb WHERE id = '${ordered[80_000]}'`
+        : `UPDATE audit_log SET metadata = '{"i":-1}' WHERE id = '${ordered[80_000]}'`,
+    ]);
+    const broken = await verifyChain(db(), keyring(), { threads: 2 });
+    expect(broken).toMatchObject({ clean: false, rowsVerified: ROWS - 1, firstBadRowId: ordered[cut + 2], threads: 2 });
+    expect(broken.findings[0]).toStartWith(`row ${ordered[cut + 2]} (`);
+    expect(broken.findings[0]).toContain('does not follow the row before it');
+    expect(broken.findings[1]).toStartWith(`row ${ordered[80_000]} (`);
+    expect(broken.findings[1]).toContain('altered');
+    expect(broken.findings).toContain(`the chain state records ${ROWS} rows but ${ROWS - 1} were found`);
+    const again = await verifyChain(db(), keyring());
+    expect({ ...again, threads: 2 }).toEqual(broken);
+  }, 120_000);
+});

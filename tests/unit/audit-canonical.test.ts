@@ -23,8 +23,8 @@ test('the hand-written row canonical form is exactly sorted-key JSON of the cove
     hmac_key_id: 'b'.repeat(64),
     chain_generation: '9c1d2e3f-4a5b-4c6d-8e7f-0a1b2c3d4e5f',
   };
-  expect(rowCanonical(base)).toBe(sortedJson({ v: 1, ...base }));
-  expect(JSON.parse(rowCanonical(base))).toEqual({ v: 1, ...base });
+  expect(rowCanonical(base, sortedJson(base.metadata))).toBe(sortedJson({ v: 1, ...base }));
+  expect(JSON.parse(rowCanonical(base, sortedJson(base.metadata)))).toEqual({ v: 1, ...base });
 });
 
 test('successor bounds a literal prefix range', () => {
