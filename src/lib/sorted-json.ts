@@ -15,3 +15,14 @@ export function sortedJson(value: unknown): string {
     .map((k) => `${JSON.stringify(k)}:${sortedJson((value as Record<string, unknown>)[k])}`);
   return `{${entries.join(',')}}`;
 }
+
+// Printable ASCII without quote or backslash needs no escaping: most strings
+// on the hot paths (ids, hashes, timestamps, names) quote by concatenation,
+// several times faster than JSON.stringify.
+const PLAIN = /^[\x20\x21\x23-\x5b\x5d-\x7e]*$/;
+
+/** A string as a JSON string literal: JSON.stringify's text, faster for plain ASCII. */
+export const quoteJson = (s: string): string => (PLAIN.test(s) ? `"${s}"` : JSON.stringify(s));
+
+/** True when quoteJson(s) needs no escaping (so it is also well-formed UTF-16). */
+export const isPlainJsonText = (s: string): boolean => PLAIN.test(s);

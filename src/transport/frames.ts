@@ -5,7 +5,7 @@
 // one session, agent or project never verifies on another.
 import { hmacHex } from '../lib/crypto.ts';
 import { MIN_SECRET_BYTES } from './credentials.ts';
-import { canonicalBytes, newJsonObject, type JsonObject, type JsonValue } from './json.ts';
+import { canonicalJson, newJsonObject, type JsonObject, type JsonValue } from './json.ts';
 
 /** Frame field `v`; handshake payloads carry it as the string "2". */
 export const PROTOCOL_VERSION = 2;
@@ -58,6 +58,6 @@ export function signingEnvelope(frame: JsonObject, binding: FrameBinding): JsonO
   return envelope;
 }
 
-/** Lowercase hex HMAC-SHA256 of the frame's canonical envelope. */
+/** Lowercase hex HMAC-SHA256 of the frame's canonical envelope (its UTF-8 bytes). */
 export const frameHmac = (secret: Uint8Array, frame: JsonObject, binding: FrameBinding): string =>
-  hmacHex(secret, canonicalBytes(signingEnvelope(frame, binding)));
+  hmacHex(secret, canonicalJson(signingEnvelope(frame, binding)));

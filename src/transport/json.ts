@@ -5,6 +5,7 @@
 // integers of any size. Integers are bigint, floats are JsonFloat; a plain JS
 // number is deliberately not a JsonValue, so an ambiguous `1` cannot slip into
 // signed bytes (build outbound values with toJsonValue in json-convert.ts).
+import { isPlainJsonText } from '../lib/sorted-json.ts';
 
 /** A JSON number whose lexeme had `.`, `e` or `E` (Python float). */
 export class JsonFloat {
@@ -259,6 +260,7 @@ export function compareCodePoints(a: string, b: string): number {
 }
 
 function quote(s: string): string {
+  if (isPlainJsonText(s)) return `"${s}"`;
   if (!s.isWellFormed()) throw new JsonError('lone surrogate in string');
   // For well-formed strings JSON.stringify escapes exactly what Python's
   // ensure_ascii=False does: `"`, `\` and U+0000-U+001F (\b \f \n \r \t short,
@@ -303,8 +305,6 @@ export function canonicalJson(value: JsonValue): string {
   write(value, true, 0, out);
   return out.join('');
 }
-
-export const canonicalBytes = (value: JsonValue): Uint8Array => Buffer.from(canonicalJson(value), 'utf8');
 
 /** Compact JSON keeping object insertion order; for wire text whose key order
  * is only cosmetic (receivers re-canonicalise). */

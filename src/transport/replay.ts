@@ -23,9 +23,14 @@ export interface AcceptedStamp {
 
 export class ReplayGuard {
   private lastSeqValue = 0n;
-  // nonce -> receiver time it was accepted (µs); Map keeps insertion order,
-  // which is time order, so the oldest entries are at the front.
-  private readonly nonces = new Map<string, number>();
+  private readonly seen = new Set<string>();
+  // Accepted nonces with their receiver time (µs), oldest first: a queue read
+  // from `head` (a Map would leave deleted entries at its front, which every
+  // new iterator walks over again, so eviction would cost more per frame as
+  // the map churns).
+  private readonly order: string[] = [];
+  private readonly times: number[] = [];
+  private head = 0;
 
   get lastSeq(): bigint {
     return this.lastSeqValue;
@@ -47,20 +52,28 @@ export class ReplayGuard {
       throw new FrameError('replay', 'frame ts outside the skew window');
     }
     if (seq <= this.lastSeqValue) throw new FrameError('replay', 'frame seq not greater than the last accepted');
-    this.evictExpired(now);
-    if (this.nonces.has(nonce)) throw new FrameError('replay', 'frame nonce replayed');
+    this.evict(now - MAX_NONCE_TRACK_SECONDS * 1_000_000, MAX_NONCE_ENTRIES);
+    if (this.seen.has(nonce)) throw new FrameError('replay', 'frame nonce replayed');
 
     this.lastSeqValue = seq;
-    this.nonces.set(nonce, now);
-    while (this.nonces.size > MAX_NONCE_ENTRIES) this.nonces.delete(this.nonces.keys().next().value as string);
+    this.seen.add(nonce);
+    this.order.push(nonce);
+    this.times.push(now);
+    this.evict(-Infinity, MAX_NONCE_ENTRIES);
     return { seq, nonce, ts, tsMicros };
   }
 
-  private evictExpired(now: number): void {
-    const cutoff = now - MAX_NONCE_TRACK_SECONDS * 1_000_000;
-    for (const [nonce, at] of this.nonces) {
-      if (at >= cutoff) return;
-      this.nonces.delete(nonce);
+  /** Forgets nonces accepted before `cutoff`, and the oldest beyond `max`. */
+  private evict(cutoff: number, max: number): void {
+    while (this.head < this.order.length && (this.times[this.head]! < cutoff || this.seen.size > max)) {
+      this.seen.delete(this.order[this.head]!);
+      this.head++;
+    }
+    // Drop the consumed front now and then (amortised O(1) a frame).
+    if (this.head > 1024 && this.head * 2 > this.order.length) {
+      this.order.splice(0, this.head);
+      this.times.splice(0, this.head);
+      this.head = 0;
     }
   }
 }

@@ -175,6 +175,18 @@ describe('nonce', () => {
     expect(guard.lastSeq).toBe(BigInt(MAX_NONCE_ENTRIES + 2));
   });
 
+  test('over many frames the cache still holds exactly the newest 4096 (its queue compacts as it goes)', () => {
+    const guard = new ReplayGuard();
+    const stamp = (seq: number, nonce: string): JsonObject => toJsonValue({ seq, nonce, ts: formatFrameTimestamp(T0) }) as JsonObject;
+    const total = 3 * MAX_NONCE_ENTRIES + 7;
+    for (let i = 1; i <= total; i++) guard.accept(stamp(i, `n${i}`));
+    let seq = total;
+    const oldestKept = total - MAX_NONCE_ENTRIES + 1;
+    expectFrameError(() => guard.accept(stamp(++seq, `n${oldestKept}`)), 'replay', /nonce/);
+    expectFrameError(() => guard.accept(stamp(++seq, `n${total}`)), 'replay', /nonce/);
+    expect(guard.accept(stamp(++seq, `n${oldestKept - 1}`)).nonce).toBe(`n${oldestKept - 1}`);
+  });
+
   test('checks run in z4j order: ts before seq before nonce', () => {
     expect(seqOf(agentFrame({ seq: 3, nonce: 'first' }))).toBe(3n);
     // Stale and old seq and reused nonce: the ts complaint wins.
