@@ -17,12 +17,12 @@ import { chromium, type BrowserContext } from '@playwright/test';
 import e2eConfig from '../tests/e2e/playwright.config.ts';
 import { eventually } from '../tests/helpers/binary.ts';
 import { taskEvent, TestAgent } from '../tests/helpers/test-agent.ts';
+import { TASK_PAGE } from '../web/src/pages/project/requests.ts';
 import { percentile, seedAgents, freshBench, startServer } from './lib/setup.ts';
 
 const [runs = 11, agentCount = 500, taskCount = 10_000] = process.argv.slice(2).map(Number);
 const EVENTS_PER_FRAME = 500;
 const SETTLE_MS = 500;
-const TASK_PAGE = 50; // what the tasks page asks for at once (web/src/pages/project/tasks.tsx)
 const AGENTS_SHOWN = 50; // what the agents page shows before "Show more" (web/src/pages/project/agents.tsx)
 // The e2e suite's browser and flags.
 const { launchOptions } = e2eConfig.use!;

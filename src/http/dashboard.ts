@@ -5,30 +5,38 @@ import { logger } from '../lib/log.ts';
 
 const log = logger('dashboard');
 
-type AssetMap = Record<string, string>;
-let assets: AssetMap | null | undefined;
+/** Scripts from the dashboard's own files, and the inline scripts these hashes name (`'sha256-…'`). */
+const cspAllowing = (inlineScripts: string[]) =>
+  `default-src 'self'; script-src ${["'self'", ...inlineScripts].join(' ')}; style-src 'self' 'unsafe-inline'; img-src 'self' data:; connect-src 'self'; frame-ancestors 'none'; object-src 'none'; base-uri 'none'; form-action 'self'`;
 
-async function loadAssets(): Promise<AssetMap | null> {
-  if (assets !== undefined) return assets;
+interface Built {
+  /** URL path -> embedded file. */
+  assets: Record<string, string>;
+  /** index.html's CSP: its one inline script (the early requests) is allowed by its hash. */
+  csp: string;
+}
+let built: Built | null | undefined;
+
+async function loadBuilt(): Promise<Built | null> {
+  if (built !== undefined) return built;
   try {
     // Written by build.ts; absent when running from source without a build.
     // @ts-ignore -- the module is generated, so it may not exist at type-check time
-    assets = (await import('./dashboard-assets.gen.ts')).ASSETS as AssetMap;
+    const gen = await import('./dashboard-assets.gen.ts');
+    built = { assets: gen.ASSETS as Record<string, string>, csp: cspAllowing([gen.INLINE_SCRIPT_HASH as string]) };
   } catch {
     log.warn('dashboard assets not built; run `bun build.ts --web`');
-    assets = null;
+    built = null;
   }
-  return assets;
+  return built;
 }
-
-const CSP =
-  "default-src 'self'; script-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; connect-src 'self'; frame-ancestors 'none'; object-src 'none'; base-uri 'none'; form-action 'self'";
 
 const NOT_BUILT = `<!doctype html><meta charset="utf-8"><title>svc</title><p>The dashboard is not built into this copy of svc. Run <code>bun build.ts</code>.</p>`;
 
 export async function dashboardResponse(path: string): Promise<Response | null> {
-  const map = await loadAssets();
-  if (!map) return new Response(NOT_BUILT, { headers: { 'content-type': 'text/html; charset=utf-8', 'content-security-policy': CSP } });
+  const b = await loadBuilt();
+  if (!b) return new Response(NOT_BUILT, { headers: { 'content-type': 'text/html; charset=utf-8', 'content-security-policy': cspAllowing([]) } });
+  const map = b.assets;
   const file = path !== '/index.html' ? map[path] : undefined;
   if (file) {
     return new Response(Bun.file(file), { headers: { 'cache-control': 'public, max-age=31536000, immutable' } });
@@ -41,7 +49,7 @@ export async function dashboardResponse(path: string): Promise<Response | null> 
     headers: {
       'content-type': 'text/html; charset=utf-8',
       'cache-control': 'no-cache, no-store, must-revalidate',
-      'content-security-policy': CSP,
+      'content-security-policy': b.csp,
     },
   });
 }

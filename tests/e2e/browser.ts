@@ -1,5 +1,5 @@
-// What the e2e files share: screenshots, the sidebar's links, and TOTP codes for an enrolled secret.
-import type { Page } from '@playwright/test';
+// What the e2e files share: screenshots, the sidebar's links, signing in, and TOTP codes for an enrolled secret.
+import { expect, type Page } from '@playwright/test';
 import { decodeBase32IgnorePadding } from '@oslojs/encoding';
 import { generateTOTP } from '@oslojs/otp';
 import { mkdirSync } from 'node:fs';
@@ -16,5 +16,16 @@ export async function screenshot(p: Page, name: string): Promise<void> {
 
 /** The sidebar link of a page (the shell's main navigation). */
 export const nav = (p: Page, name: string) => p.getByRole('navigation', { name: 'Main' }).getByRole('link', { name, exact: true });
+
+/** Signs in on the login page; with `code`, the authenticator step follows. */
+export async function signIn(p: Page, user: { email: string; password: string }, code?: () => string): Promise<void> {
+  await p.getByLabel('E-mail address').fill(user.email);
+  await p.getByLabel('Password', { exact: true }).fill(user.password);
+  await p.getByLabel('Password', { exact: true }).press('Enter'); // forms submit from the keyboard
+  if (!code) return;
+  await expect(p.getByRole('heading', { name: 'Two-factor authentication' })).toBeVisible();
+  await p.getByLabel('Authenticator code').fill(code());
+  await p.getByRole('button', { name: 'Verify' }).click();
+}
 
 export const totpOf = (secretBase32: string): string => generateTOTP(decodeBase32IgnorePadding(secretBase32), 30, 6);

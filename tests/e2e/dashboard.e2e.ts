@@ -3,7 +3,7 @@
 // readable server errors and a session revoked from elsewhere. The tests share one installation and run in
 // order; each saves a screenshot of its page into test-results/screenshots/.
 import { expect, request as playwrightRequest, test, type BrowserContext, type Page } from '@playwright/test';
-import { nav, screenshot, totpOf } from './browser.ts';
+import { nav, screenshot, signIn, totpOf } from './browser.ts';
 import { ageMfaVerifications, startSvc, type Svc } from './svc.ts';
 
 const ADMIN = { email: 'admin@example.com', password: 'Correct-Horse-Battery-9', name: 'Ada Admin' };
@@ -19,17 +19,6 @@ let inviteLink = '';
 
 const totp = () => totpOf(totpSecret);
 const shot = (name: string, p: Page = page) => screenshot(p, name);
-
-async function signIn(p: Page, opts: { mfa: boolean; remember?: boolean }) {
-  await p.getByLabel('E-mail address').fill(ADMIN.email);
-  await p.getByLabel('Password', { exact: true }).fill(ADMIN.password);
-  await p.getByLabel('Password', { exact: true }).press('Enter'); // forms submit from the keyboard
-  if (!opts.mfa) return;
-  await expect(p.getByRole('heading', { name: 'Two-factor authentication' })).toBeVisible();
-  await p.getByLabel('Authenticator code').fill(totp());
-  if (opts.remember) await p.getByLabel(/Remember this device/).check();
-  await p.getByRole('button', { name: 'Verify' }).click();
-}
 
 test.beforeAll(async ({ browser }) => {
   svc = await startSvc();
@@ -120,7 +109,7 @@ test('sign out, then sign in with the MFA step and remember this device', async 
 
   // The remembered device skips the code at the next sign-in.
   await page.getByRole('navigation', { name: 'Main' }).getByRole('button', { name: 'Sign out' }).click();
-  await signIn(page, { mfa: false });
+  await signIn(page, ADMIN);
   await expect(page).toHaveURL(/\/projects\/default$/);
   await nav(page, 'Security').click();
   const device = page.getByRole('row', { name: /Chrome on Linux/ });
@@ -382,7 +371,7 @@ test('a session revoked from another browser leads back to the login page', asyn
   const second = await other.newPage();
   await second.goto('/account/security');
   await expect(second).toHaveURL(/\/login\?next=/);
-  await signIn(second, { mfa: true });
+  await signIn(second, ADMIN, totp);
   await expect(second).toHaveURL(/\/account\/security$/);
   const others = second
     .getByRole('row')

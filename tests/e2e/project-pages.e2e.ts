@@ -5,7 +5,7 @@
 // retry and a cancel issued from a task's page and answered by the agent, the commands pages, and a revoke.
 // Its own installation: first boot and MFA enrolment go through the API, the rest through the page.
 import { expect, test, type BrowserContext, type Locator, type Page } from '@playwright/test';
-import { nav, screenshot, totpOf } from './browser.ts';
+import { nav, screenshot, signIn, totpOf } from './browser.ts';
 import { taskEvent, TestAgent, type WsAgent } from './node-agent.ts';
 import { ageMfaVerifications, startSvc, type Svc } from './svc.ts';
 
@@ -22,7 +22,7 @@ let lp: TestAgent; // payments-workers, long-poll: reports the tasks and answers
 let ws: WsAgent; // reports-ws, WebSocket: advertises its engines in the hello
 
 /** The table of a page section, by the section's heading. */
-const table = (name: string): Locator => page.getByRole('region', { name, exact: true }).getByRole('table');
+const table = (name: string, p: Page = page): Locator => p.getByRole('region', { name, exact: true }).getByRole('table');
 const bodyRows = (t: Locator): Locator => t.locator('tbody tr');
 
 async function csrfHeaders(): Promise<Record<string, string>> {
@@ -305,6 +305,48 @@ test('tasks: the list with filters by state, name, queue and time, and a failed 
   await expect(timeline.getByRole('listitem').last()).toContainText('task.failed');
   await expect(timeline.getByRole('listitem').last()).toContainText('from payments-workers');
   await screenshot(page, 'task-detail');
+});
+
+test("a new tab asks for the session, the projects and its page's list while the dashboard's script still loads, each once", async () => {
+  const tab = await context.newPage();
+  const asked: string[] = [];
+  tab.on('request', (r) => {
+    const url = new URL(r.url());
+    if (url.pathname.startsWith('/api/')) asked.push(`${url.pathname}${url.search}`);
+  });
+  const early = ['/api/v1/auth/me', '/api/v1/projects', '/api/v1/projects/default/tasks?state=failure&limit=50'].sort();
+  // The script waits until those three have left: index.html's inline script sent them, not the app.
+  let release = () => {};
+  const held = new Promise<void>((resolve) => (release = resolve));
+  await tab.route('**/assets/main-*.js', async (route) => {
+    await held;
+    await route.continue();
+  });
+  await tab.goto('/projects/default/tasks?state=failure', { waitUntil: 'commit' });
+  await expect.poll(() => [...asked].sort()).toEqual(early);
+  release();
+  const tasks = table('Tasks', tab);
+  await expect(bodyRows(tasks)).toHaveCount(1);
+  await expect(bodyRows(tasks)).toContainText('app.billing.send_invoice');
+  // The app took those answers instead of asking again.
+  expect([...asked].sort()).toEqual(early);
+  await tab.close();
+});
+
+test('a tab opened with an ended session goes to the login page, and after signing in shows the page it was opened on', async ({
+  browser,
+}) => {
+  const other = await browser.newContext({ baseURL: svc.url });
+  // A session svc does not know (any more): the tab's early requests are all refused.
+  await other.addCookies([{ name: 'svc_session', value: 'ended-session', url: svc.url }]);
+  const tab = await other.newPage();
+  await tab.goto('/projects/default/tasks');
+  await expect(tab).toHaveURL(/\/login\?next=%2Fprojects%2Fdefault%2Ftasks$/);
+  await signIn(tab, { email: ADMIN.email, password: ADMIN.password }, () => totpOf(totpSecret));
+  // The refused early answer for the list is not used again: the page shows the list instead of the login page.
+  await expect(tab).toHaveURL(/\/projects\/default\/tasks$/);
+  await expect(bodyRows(table('Tasks', tab))).toHaveCount(6);
+  await other.close();
 });
 
 test("retry and cancel from a task's page: the command appears, the agent answers, the outcome shows", async () => {

@@ -2,6 +2,8 @@
 // state-changing request, every failure turned into an ApiError carrying the envelope's readable message, and
 // the two recoveries the server asks for: a lost session (back to the login page) and a stale MFA verification
 // (ask for the authenticator code, verify, retry the request once).
+import { takeEarly } from './early.ts';
+import { ACCEPT_JSON, apiUrl, type Query } from './url.ts';
 
 export interface FieldError {
   path: string;
@@ -43,8 +45,6 @@ export const setRecovery = (r: Recovery): void => {
   recovery = r;
 };
 
-export type Query = Record<string, string | number | boolean | undefined | null>;
-
 export interface CallOptions {
   body?: unknown;
   query?: Query;
@@ -59,13 +59,6 @@ function csrfToken(): string | null {
     if (name === 'svc_csrf') return decodeURIComponent(rest.join('='));
   }
   return null;
-}
-
-function urlOf(path: string, query?: Query): string {
-  const params = new URLSearchParams();
-  for (const [k, v] of Object.entries(query ?? {})) if (v !== undefined && v !== null && v !== '') params.set(k, String(v));
-  const qs = params.toString();
-  return `/api/v1${path}${qs ? `?${qs}` : ''}`;
 }
 
 /** Any non-2xx answer as an ApiError; a body that is not our envelope (a proxy's HTML page) still reads well. */
@@ -84,14 +77,23 @@ function toError(status: number, body: unknown): ApiError {
 }
 
 async function send(method: string, path: string, opts: CallOptions): Promise<Response> {
-  const headers: Record<string, string> = { accept: 'application/json' };
+  const url = apiUrl(path, opts.query);
+  const early = method === 'GET' ? takeEarly(url) : undefined;
+  if (early) {
+    try {
+      return await early;
+    } catch {
+      // Asked again below: the answer (or the failure) is then this request's own.
+    }
+  }
+  const headers: Record<string, string> = { ...ACCEPT_JSON };
   if (opts.body !== undefined) headers['content-type'] = 'application/json';
   if (method !== 'GET') {
     const token = csrfToken();
     if (token) headers['x-csrf-token'] = token;
   }
   try {
-    return await fetch(urlOf(path, opts.query), {
+    return await fetch(url, {
       method,
       headers,
       credentials: 'same-origin',

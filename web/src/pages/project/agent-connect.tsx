@@ -9,7 +9,7 @@ import { CopyButton, SecretOnce } from '../../ui/copy.tsx';
 import { TextField } from '../../ui/form.tsx';
 import { FormDialog } from '../../ui/form-dialog.tsx';
 import { AgentState } from '../../ui/status.tsx';
-import { projectPath } from './use-agents.ts';
+import { projectPath } from './requests.ts';
 
 type Transport = 'ws' | 'longpoll';
 

@@ -10,7 +10,7 @@ import { AgentState } from '../../ui/status.tsx';
 import { ListTable } from '../../ui/table.tsx';
 import { Engines, Protocol, RevokeAgent } from './agents.tsx';
 import type { ProjectPageProps } from './sections.ts';
-import { projectPath } from './use-agents.ts';
+import { projectPath } from './requests.ts';
 
 function Loss(props: { loss: Record<string, unknown> | null }) {
   if (!props.loss) return <span class="muted">not reported</span>;

@@ -12,7 +12,8 @@ import { AgentState } from '../../ui/status.tsx';
 import { Table } from '../../ui/table.tsx';
 import { ConnectAgentButton, MintedAgentPanel } from './agent-connect.tsx';
 import type { ProjectPageProps } from './sections.ts';
-import { projectPath, useAgents } from './use-agents.ts';
+import { projectPath } from './requests.ts';
+import { useAgents } from './use-agents.ts';
 
 const WATCH_MS = 3000;
 

@@ -10,7 +10,8 @@ import { JsonBlock } from '../../ui/json.tsx';
 import { COMMAND_ENDED, CommandStatusBadge } from '../../ui/status.tsx';
 import type { ProjectPageProps } from './sections.ts';
 import { taskHref } from './tasks.tsx';
-import { projectPath, useAgents } from './use-agents.ts';
+import { projectPath } from './requests.ts';
+import { useAgents } from './use-agents.ts';
 
 const WATCH_MS = 1500;
 

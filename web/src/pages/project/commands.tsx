@@ -10,9 +10,8 @@ import { jsonLine } from '../../ui/json.tsx';
 import { PagedSection } from '../../ui/paged-table.tsx';
 import { CommandStatusBadge } from '../../ui/status.tsx';
 import type { ProjectPageProps } from './sections.ts';
-import { projectPath, useAgents } from './use-agents.ts';
-
-const PAGE = 50;
+import { commandsGet } from './requests.ts';
+import { useAgents } from './use-agents.ts';
 
 export const COMMAND_COLUMNS = ['Issued', 'Action', 'Target', 'Agent', 'Status', 'Outcome'];
 
@@ -51,7 +50,7 @@ export function ProjectCommands({ project }: ProjectPageProps) {
   const status = query.status ?? '';
   const agents = useAgents(project.slug);
   const commands = usePaged(
-    (cursor) => api.get<CommandPage>(`${projectPath(project.slug)}/commands`, { status, cursor, limit: PAGE }),
+    (cursor) => api.get<CommandPage>(...commandsGet(project.slug, status, cursor)),
     [project.slug, status],
   );
   return (

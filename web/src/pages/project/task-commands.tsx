@@ -10,7 +10,7 @@ import { ConfirmButton, Empty, Section } from '../../ui/bits.tsx';
 import { ListTable } from '../../ui/table.tsx';
 import { COMMAND_ENDED, TASK_RUNNING } from '../../ui/status.tsx';
 import { COMMAND_COLUMNS, commandRow } from './commands.tsx';
-import { projectPath } from './use-agents.ts';
+import { projectPath } from './requests.ts';
 
 const WATCH_MS = 1000;
 /** GET /commands cannot filter by target: the task's commands are looked for among the newest ones. */

@@ -10,7 +10,8 @@ import { TaskStateBadge } from '../../ui/status.tsx';
 import type { ProjectPageProps } from './sections.ts';
 import { TaskCommands } from './task-commands.tsx';
 import { taskHref } from './tasks.tsx';
-import { projectPath, useAgents } from './use-agents.ts';
+import { projectPath } from './requests.ts';
+import { useAgents } from './use-agents.ts';
 
 function TaskFacts(props: { slug: string; task: Detail }) {
   const t = props.task;

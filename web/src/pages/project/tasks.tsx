@@ -14,11 +14,7 @@ import { Empty, Time } from '../../ui/bits.tsx';
 import { PagedSection } from '../../ui/paged-table.tsx';
 import { TaskStateBadge } from '../../ui/status.tsx';
 import type { ProjectPageProps } from './sections.ts';
-import { projectPath } from './use-agents.ts';
-
-/** A page of tasks: two screens; bigger pages take longer to lay out before anything shows (docs/benchmarks.md). */
-const PAGE = 50;
-const FILTERS = ['state', 'name', 'queue', 'worker', 'since', 'until'] as const;
+import { reportedGet, TASK_FILTERS, taskFilters, tasksGet } from './requests.ts';
 
 export const taskHref = (slug: string, t: { engine: string; task_id: string }): string =>
   `/projects/${slug}/tasks/${encodeURIComponent(t.engine)}/${encodeURIComponent(t.task_id)}`;
@@ -29,8 +25,8 @@ function Suggestions(props: { slug: string; wanted: boolean }) {
   const names = useResource(async () => {
     if (!props.wanted) return { queues: [], workers: [] };
     const [queues, workers] = await Promise.all([
-      api.get<Queue[]>(`${projectPath(props.slug)}/queues`),
-      api.get<Worker[]>(`${projectPath(props.slug)}/workers`),
+      api.get<Queue[]>(...reportedGet(props.slug, 'queues')),
+      api.get<Worker[]>(...reportedGet(props.slug, 'workers')),
     ]);
     return { queues: [...new Set(queues.map((q) => q.name))], workers: [...new Set(workers.map((w) => w.name))] };
   }, [props.slug, props.wanted]);
@@ -69,14 +65,14 @@ function Filters(props: { query: Record<string, string>; onSuggest: () => void }
     e.preventDefault();
     const data = new FormData(e.currentTarget as HTMLFormElement);
     const next = new URLSearchParams();
-    for (const key of FILTERS) {
+    for (const key of TASK_FILTERS) {
       const raw = String(data.get(key) ?? '').trim();
       const value = key === 'since' || key === 'until' ? apiTimeOf(raw) : raw;
       if (value) next.set(key, value);
     }
     route(`${path}${next.size ? `?${next}` : ''}`, true);
   };
-  const any = FILTERS.some((k) => q[k]);
+  const any = TASK_FILTERS.some((k) => q[k]);
   const [times, setTimes] = useState(Boolean(q.since || q.until));
   const since = useRef<HTMLInputElement>(null);
   const showTimes = () => {
@@ -145,13 +141,13 @@ function Filters(props: { query: Record<string, string>; onSuggest: () => void }
 
 export function ProjectTasks({ project }: ProjectPageProps) {
   const { query } = useLocation();
-  const filters = Object.fromEntries(FILTERS.map((k) => [k, query[k] || undefined]));
+  const filters = taskFilters(query);
   const key = JSON.stringify(filters);
   const tasks = usePaged(
-    (cursor) => api.get<TaskPage>(`${projectPath(project.slug)}/tasks`, { ...filters, cursor, limit: PAGE }),
+    (cursor) => api.get<TaskPage>(...tasksGet(project.slug, filters, cursor)),
     [project.slug, key],
   );
-  const filtered = FILTERS.some((k) => query[k]);
+  const filtered = TASK_FILTERS.some((k) => query[k]);
   const [suggest, setSuggest] = useState(false);
   return (
     <div class="stack">

@@ -2,11 +2,10 @@
 import { api } from '../../api/client.ts';
 import type { Agent } from '../../api/types.ts';
 import { useResource, type Resource } from '../../lib/use-resource.ts';
-
-export const projectPath = (slug: string): string => `/projects/${encodeURIComponent(slug)}`;
+import { agentsGet } from './requests.ts';
 
 export function useAgents(slug: string): Resource<Agent[]> & { nameOf: (id: string | null) => string } {
-  const agents = useResource(() => api.get<Agent[]>(`${projectPath(slug)}/agents`), [slug]);
+  const agents = useResource(() => api.get<Agent[]>(...agentsGet(slug)), [slug]);
   const nameOf = (id: string | null): string => {
     if (!id) return '-';
     const short = `agent ${id.slice(0, 8)}`;

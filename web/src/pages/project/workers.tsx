@@ -7,7 +7,7 @@ import { useResource } from '../../lib/use-resource.ts';
 import { Badge, Empty, Section, Time } from '../../ui/bits.tsx';
 import { ListTable } from '../../ui/table.tsx';
 import type { ProjectPageProps } from './sections.ts';
-import { projectPath } from './use-agents.ts';
+import { reportedGet } from './requests.ts';
 
 const tasksOf = (slug: string, filter: 'worker' | 'queue', name: string) =>
   `/projects/${slug}/tasks?${new URLSearchParams({ [filter]: name })}`;
@@ -23,7 +23,7 @@ function Reported<T>(props: {
   row: (item: T) => ComponentChildren;
 }) {
   const { project, what } = props;
-  const list = useResource(() => api.get<T[]>(`${projectPath(project.slug)}/${what}`), [project.slug, what]);
+  const list = useResource(() => api.get<T[]>(...reportedGet(project.slug, what)), [project.slug, what]);
   return (
     <Section title={props.title}>
       <ListTable
