@@ -111,10 +111,8 @@ if (!webOnly) {
     'build',
     '--compile',
     join(root, 'src/main.ts'),
-    // Worker threads must be entry points of their own in a compiled binary
-    // (src/lib/workers.ts finds them).
+    // Worker threads must be entry points of their own in a compiled binary.
     join(root, 'src/audit/verify-worker.ts'),
-    join(root, 'src/db/checkpointer.ts'),
     '--outfile',
     join(root, 'dist/svc'),
     '--no-compile-autoload-dotenv',
