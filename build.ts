@@ -45,12 +45,14 @@ async function buildWeb(): Promise<string> {
   const result = await bundle({
     entrypoints: [join(root, 'web/src/main.tsx')],
     outdir: join(webDist, 'assets'),
-    naming: '[name]-[hash].[ext]',
+    // The pages loaded with import() (web/src/ui/lazy-page.ts) become chunks; the entry loads them when needed.
+    splitting: true,
+    naming: { entry: '[name]-[hash].[ext]', chunk: 'chunk-[hash].[ext]', asset: '[name]-[hash].[ext]' },
     define: { SVC_VERSION: JSON.stringify(pkg.version), 'process.env.NODE_ENV': '"production"' },
   });
-  const names = result.outputs.map((o) => relative(webDist, o.path));
-  const scripts = names.filter((n) => n.endsWith('.js')).map((n) => `<script type="module" src="/${n}"></script>`);
-  const styles = names.filter((n) => n.endsWith('.css')).map((n) => `<link rel="stylesheet" href="/${n}">`);
+  const url = (o: Bun.BuildArtifact) => `/${relative(webDist, o.path)}`;
+  const scripts = result.outputs.filter((o) => o.kind === 'entry-point').map((o) => `<script type="module" src="${url(o)}"></script>`);
+  const styles = result.outputs.filter((o) => o.path.endsWith('.css')).map((o) => `<link rel="stylesheet" href="${url(o)}">`);
   writeFileSync(
     join(webDist, 'index.html'),
     `<!doctype html>
@@ -111,8 +113,10 @@ if (!webOnly) {
     'build',
     '--compile',
     join(root, 'src/main.ts'),
-    // Worker threads must be entry points of their own in a compiled binary.
+    // Worker threads must be entry points of their own in a compiled binary
+    // (src/lib/workers.ts finds them).
     join(root, 'src/audit/verify-worker.ts'),
+    join(root, 'src/db/checkpointer.ts'),
     '--outfile',
     join(root, 'dist/svc'),
     '--no-compile-autoload-dotenv',

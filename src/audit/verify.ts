@@ -12,6 +12,7 @@
 // chains are cut into stretches checked by worker threads (verify-range.ts).
 import { availableParallelism } from 'node:os';
 import type { Db } from '../db/connect.ts';
+import { workerEntry } from '../lib/workers.ts';
 import { FrozenDigest } from './canonical.ts';
 import { authenticateState, AuditChainError } from './chain.ts';
 import { names, parseEnvelope, type KnownHeadOutcome } from './envelope.ts';
@@ -171,10 +172,7 @@ export async function verifyChain(db: Db, keyring: Keyring, options: VerifyOptio
   return { clean: findings.length === 0 && headOk, rowsVerified: count, frozenRows: frozen.count, findings, firstBadRowId: firstBad, knownHead, threads: cuts.length };
 }
 
-// In the compiled binary the worker is an entry point of its own (build.ts),
-// embedded under the entry points' common folder (src/) as audit/verify-worker.js.
-const COMPILED = import.meta.url.startsWith('file:///$bunfs/');
-const WORKER = COMPILED ? '/$bunfs/root/audit/verify-worker.js' : new URL('./verify-worker.ts', import.meta.url).href;
+const WORKER = workerEntry('audit/verify-worker');
 
 /** Checks each stretch in a worker thread of its own, with its own connection. */
 function inWorkers(db: Db, keyring: Keyring, requests: RangeRequest[]): Promise<RangeReport[]> {

@@ -19,7 +19,12 @@ import { drizzle as drizzlePg } from 'drizzle-orm/postgres-js';
 import postgres from 'postgres';
 import { Mutex } from '../lib/mutex.ts';
 import { tablesFor, type Tables } from './schema.ts';
+import { logger } from '../lib/log.ts';
+import { workerEntry } from '../lib/workers.ts';
+import type { CheckpointerStart } from './checkpointer.ts';
 import type { DatabaseTarget } from './url.ts';
+
+const log = logger('db');
 
 export type Dialect = 'sqlite' | 'postgres';
 export type Q = BunSQLiteDatabase;
@@ -46,8 +51,6 @@ export interface Db extends Executor {
   readonly target: DatabaseTarget;
   tx<T>(fn: (tx: Tx) => Promise<T>): Promise<T>;
   ping(): Promise<void>;
-  /** SQLite: passive WAL checkpoint under the write lock; no-op on PostgreSQL. */
-  checkpoint(): Promise<void>;
   close(): Promise<void>;
 }
 
@@ -57,6 +60,9 @@ export interface OpenOptions {
   busyTimeoutMs?: number;
   poolSize?: number;
   connectTimeoutSeconds?: number;
+  /** SQLite, for `svc serve`: WAL checkpoints run in a worker thread instead of
+   * inline after commits (src/db/checkpointer.ts). */
+  backgroundCheckpoints?: boolean;
 }
 
 export class DatabaseMissingError extends Error {}
@@ -115,6 +121,7 @@ function openSqlite(target: Extract<DatabaseTarget, { dialect: 'sqlite' }>, opti
   if (!existed) chmodSync(target.path, 0o600);
   const readerConn = open();
   readerConn.exec('PRAGMA query_only = ON');
+  const checkpointer = options.backgroundCheckpoints ? startCheckpointer(target.path, writerConn) : null;
   const t = tablesFor('sqlite');
   const writerQ = drizzleSqlite(writerConn);
   const readerQ = drizzleSqlite(readerConn);
@@ -163,14 +170,44 @@ function openSqlite(target: Extract<DatabaseTarget, { dialect: 'sqlite' }>, opti
     ping: async () => {
       readerConn.prepare('SELECT 1').get();
     },
-    checkpoint: () =>
-      lock.run(async () => {
-        writerConn.exec('PRAGMA wal_checkpoint(PASSIVE)');
-      }),
     close: async () => {
+      await checkpointer?.stop();
       readerConn.close();
       writerConn.close();
     },
+  };
+}
+
+const CHECKPOINT_INTERVAL_MS = 500;
+const RESTART_ABOVE_BYTES = 64 * 1024 * 1024;
+const STOP_WAIT_MS = 2000;
+
+/** Moves the WAL checkpoints of `writer`'s database to a worker thread. Should
+ * the thread fail, the writer checkpoints inline again (SQLite's default). */
+function startCheckpointer(path: string, writer: Database): { stop(): Promise<void> } {
+  const worker = new Worker(workerEntry('db/checkpointer'));
+  writer.exec('PRAGMA wal_autocheckpoint = 0');
+  worker.onerror = (event) => {
+    log.error({ err: event.message }, 'the WAL checkpoint thread failed; checkpointing inline again');
+    writer.exec('PRAGMA wal_autocheckpoint = 1000');
+    worker.terminate();
+  };
+  const start: CheckpointerStart = { path, intervalMs: CHECKPOINT_INTERVAL_MS, restartAboveBytes: RESTART_ABOVE_BYTES };
+  worker.postMessage(start);
+  return {
+    stop: () =>
+      new Promise<void>((resolve) => {
+        const done = () => {
+          clearTimeout(timer);
+          worker.terminate();
+          resolve();
+        };
+        const timer = setTimeout(done, STOP_WAIT_MS);
+        worker.onmessage = (event) => {
+          if (event.data === 'stopped') done();
+        };
+        worker.postMessage('stop');
+      }),
   };
 }
 
@@ -210,7 +247,6 @@ function openPostgres(target: Extract<DatabaseTarget, { dialect: 'postgres' }>, 
     ping: async () => {
       await client`SELECT 1`;
     },
-    checkpoint: async () => {},
     close: async () => {
       await client.end({ timeout: 5 });
     },

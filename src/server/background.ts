@@ -3,13 +3,8 @@
 import { startAuditJobs } from '../audit/jobs.ts';
 import { startAgentJobs } from '../transport/jobs.ts';
 import type { AppContext } from './context.ts';
-import { every } from './schedule.ts';
 
 export async function startBackground(ctx: AppContext): Promise<void> {
   await startAuditJobs(ctx);
   await startAgentJobs(ctx);
-  if (ctx.db.dialect === 'sqlite') {
-    // Keep the WAL file from growing without bound under steady writes.
-    every(ctx, 'sqlite-wal-checkpoint', 5 * 60_000, () => ctx.db.checkpoint());
-  }
 }

@@ -44,7 +44,7 @@ export async function serve(options: ServeOptions): Promise<number> {
     log.warn({ secrets: minted, file: loaded.paths.secretEnv }, 'minted secrets into the secret file; back it up with the database');
   }
   const tls = await resolveTls(config, loaded.paths.tlsDir);
-  const db = openConfiguredDatabase(loaded);
+  const db = openConfiguredDatabase(loaded, { backgroundCheckpoints: true });
   const ctx = createContext(loaded, db);
   ctx.worker = { index: workerIndex, count: isChild ? Number(process.env[CHILD_COUNT_ENV] ?? '1') : workers };
   const app = buildServiceApp(ctx);

@@ -2,9 +2,14 @@
 // (SVC_TEST_DIALECT selects; scripts/test runs both).
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
 import { eq, sql } from 'drizzle-orm';
-import type { Db } from '../../src/db/connect.ts';
+import { Database } from 'bun:sqlite';
+import { statSync } from 'node:fs';
+import { join } from 'node:path';
+import { openDatabase, type Db } from '../../src/db/connect.ts';
 import { appliedMigrations, headRevision, knownMigrations, knownTables, listTables, schemaState, sync, upgrade } from '../../src/db/migrate.ts';
 import { testDialect, testService, type TestService } from '../helpers/app.ts';
+import { eventually } from '../helpers/binary.ts';
+import { tempDir } from '../helpers/home.ts';
 
 let svc: TestService;
 let db: Db;
@@ -130,5 +135,27 @@ describe(`storage on ${testDialect()}`, () => {
     expect(result.droppedTables).toEqual(['future_things']);
     expect(await upgrade(db)).toEqual([]);
     expect(await listTables(db)).not.toContain('future_things');
+  });
+});
+
+describe.if(testDialect() === 'sqlite')('SQLite WAL checkpoints of a running service', () => {
+  test('run in a background thread: the database file fills while no commit checkpoints inline', async () => {
+    const path = join(tempDir('svc-wal-'), 'svc.db');
+    const wal = openDatabase({ dialect: 'sqlite', path }, { backgroundCheckpoints: true });
+    try {
+      await wal.run(sql`SELECT 1`);
+      await wal.tx((tx) => tx.run(sql`CREATE TABLE filler (id INTEGER PRIMARY KEY, body TEXT NOT NULL)`));
+      const before = statSync(path).size;
+      // About 2 MB: below SQLite's own autocheckpoint (1,000 pages), so only the thread moves it into the file.
+      for (let i = 0; i < 20; i++) {
+        await wal.tx((tx) => tx.query(`INSERT INTO filler (body) SELECT printf('%.1000c', 'x') FROM (WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 100) SELECT i FROM n)`, []));
+      }
+      await eventually(() => statSync(path).size > before + 2_000_000, 5000, 'the background checkpoint');
+    } finally {
+      await wal.close();
+    }
+    const check = new Database(path, { readonly: true });
+    expect(check.query('SELECT COUNT(*) AS n FROM filler').get()).toEqual({ n: 2000 });
+    check.close();
   });
 });
