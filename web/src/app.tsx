@@ -1,7 +1,7 @@
 // Routing: the sign-in and invitation pages stand alone; everything else needs a session and sits in the shell.
 // Project pages are routed by PROJECT_SECTIONS (pages/project/sections.ts).
 import { LocationProvider, Route, Router, useLocation } from 'preact-iso';
-import { useEffect } from 'preact/hooks';
+import { useLayoutEffect } from 'preact/hooks';
 import { ActivityPage } from './pages/activity.tsx';
 import { ApiKeysPage } from './pages/account/api-keys.tsx';
 import { ProfilePage } from './pages/account/profile.tsx';
@@ -30,7 +30,9 @@ function Home() {
 
 function NavBridge() {
   const { route } = useLocation();
-  useEffect(() => setNavigate(route), [route]);
+  // At commit, not after the first paint: with index.html's early answers the session can be known before then,
+  // and a redirect from loadSession must move inside the app rather than reload the page.
+  useLayoutEffect(() => setNavigate(route), [route]);
   return null;
 }
 

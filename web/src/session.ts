@@ -2,6 +2,7 @@
 // the first answer is awaited, null when nobody is signed in (or the login still waits for its MFA step).
 import { signal } from '@preact/signals';
 import { ApiError, api, setRecovery } from './api/client.ts';
+import { earlyAnswersIn } from './api/early.ts';
 import type { Me, Project } from './api/types.ts';
 import { askForMfaCode } from './ui/reverify.tsx';
 
@@ -39,6 +40,8 @@ export async function loadSession(): Promise<void> {
     const [who, list] = await Promise.all([
       api.get<Me>('/auth/me', undefined, { anonymous: true }),
       api.get<Project[]>('/projects', undefined, { anonymous: true }).catch(() => null),
+      // And the opened page's early answers (api/early.ts): it then renders with its rows, in one frame.
+      earlyAnswersIn(),
     ]);
     // Projects first: the pages (and `/`, which opens the only project) render as soon as `me` is set.
     if (!who.mfa.pending) {

@@ -3,7 +3,7 @@
 // the two recoveries the server asks for: a lost session (back to the login page) and a stale MFA verification
 // (ask for the authenticator code, verify, retry the request once).
 import { takeEarly } from './early.ts';
-import { ACCEPT_JSON, apiUrl, type Query } from './url.ts';
+import { ACCEPT_JSON, answerOf, apiUrl, type Answer, type Query } from './url.ts';
 
 export interface FieldError {
   path: string;
@@ -76,7 +76,7 @@ function toError(status: number, body: unknown): ApiError {
   );
 }
 
-async function send(method: string, path: string, opts: CallOptions): Promise<Response> {
+async function send(method: string, path: string, opts: CallOptions): Promise<Answer> {
   const url = apiUrl(path, opts.query);
   const early = method === 'GET' ? takeEarly(url) : undefined;
   if (early) {
@@ -93,32 +93,32 @@ async function send(method: string, path: string, opts: CallOptions): Promise<Re
     if (token) headers['x-csrf-token'] = token;
   }
   try {
-    return await fetch(url, {
+    const res = await fetch(url, {
       method,
       headers,
       credentials: 'same-origin',
       body: opts.body === undefined ? undefined : JSON.stringify(opts.body),
     });
+    return await answerOf(res);
   } catch {
     throw new ApiError(0, 'network', 'svc did not answer; check that it is running and try again');
   }
 }
 
 export async function call<T>(method: string, path: string, opts: CallOptions = {}, retried = false): Promise<T> {
-  const res = await send(method, path, opts);
-  const text = await res.text();
+  const { status, text } = await send(method, path, opts);
   let body: unknown = null;
   try {
     body = text ? JSON.parse(text) : null;
   } catch {
     body = null;
   }
-  if (res.ok) return body as T;
-  const err = toError(res.status, body);
-  if (res.status === 401 && !opts.anonymous && (err.code === 'unauthenticated' || err.code === 'mfa_required')) {
+  if (status >= 200 && status < 300) return body as T;
+  const err = toError(status, body);
+  if (status === 401 && !opts.anonymous && (err.code === 'unauthenticated' || err.code === 'mfa_required')) {
     recovery.signedOut(err.code);
   }
-  if (res.status === 403 && err.code === 'mfa_reverify_required' && !retried && (await recovery.reverify())) {
+  if (status === 403 && err.code === 'mfa_reverify_required' && !retried && (await recovery.reverify())) {
     return call<T>(method, path, opts, true);
   }
   throw err;

@@ -1,5 +1,5 @@
-// How a GET to the API is named and sent, shared by the client and index.html's early requests (api/early.ts),
-// so an early answer is found under the URL the client asks for.
+// How a GET to the API is named, sent and read, shared by the client and index.html's early requests
+// (api/early.ts), so an early answer is found under the URL the client asks for and reads the same.
 
 export type Query = Record<string, string | number | boolean | undefined | null>;
 
@@ -7,6 +7,14 @@ export type Query = Record<string, string | number | boolean | undefined | null>
 export type ApiGet = [path: string, query?: Query];
 
 export const ACCEPT_JSON = { accept: 'application/json' } as const;
+
+/** What the client reads of an answer: the status, and the body read in full. */
+export interface Answer {
+  status: number;
+  text: string;
+}
+
+export const answerOf = async (res: Response): Promise<Answer> => ({ status: res.status, text: await res.text() });
 
 /** Empty query values are left out, as the filters' "any" choices. */
 export function apiUrl(path: string, query?: Query): string {
