@@ -323,12 +323,27 @@ test('activity: rows, filters, live updates, older pages, and the rate-limit mes
 });
 
 test('health: readiness, version, and the audit chain verified on request', async () => {
+  // Health is one of the pages fetched when first shown (web/src/ui/lazy-page.ts): a chunk from the binary,
+  // cached like every hashed asset.
+  const chunk = page.waitForResponse((r) => /^\/assets\/chunk-\w+\.js$/.test(new URL(r.url()).pathname));
   await nav(page, 'Health').click();
+  expect((await chunk).headers()['cache-control']).toBe('public, max-age=31536000, immutable');
   await expect(page.getByTestId('readiness')).toContainText('ready');
   await expect(page.getByTestId('version')).toHaveText(/^\d+\.\d+\.\d+/);
   await page.getByRole('button', { name: 'Verify the audit chain' }).click();
   await expect(page.getByTestId('audit-result')).toContainText('The chain is intact');
   await shot('health');
+});
+
+test('a page whose code cannot be fetched says so, with a way on', async () => {
+  const tab = await context.newPage();
+  // As in a tab left open while svc was upgraded: the chunks it knows of are gone.
+  await tab.route('**/assets/chunk-*.js', (route) => route.fulfill({ status: 404, body: '' }));
+  await tab.goto('/health');
+  const alert = tab.getByRole('alert');
+  await expect(alert).toContainText('This page failed to show. Its code could not be fetched from svc');
+  await expect(alert.getByRole('button', { name: 'Reload' })).toBeVisible();
+  await tab.close();
 });
 
 test('profile, and the dashboard in dark mode and on a narrow screen', async () => {

@@ -2,23 +2,27 @@
 // Project pages are routed by PROJECT_SECTIONS (pages/project/sections.ts).
 import { LocationProvider, Route, Router, useLocation } from 'preact-iso';
 import { useLayoutEffect } from 'preact/hooks';
-import { ActivityPage } from './pages/activity.tsx';
-import { ApiKeysPage } from './pages/account/api-keys.tsx';
-import { ProfilePage } from './pages/account/profile.tsx';
-import { SecurityPage } from './pages/account/security.tsx';
-import { HealthPage } from './pages/health.tsx';
-import { InvitePage } from './pages/invite.tsx';
 import { AuthCard, LoginMfaPage, LoginPage } from './pages/login.tsx';
 import { NotFoundPage } from './pages/not-found.tsx';
 import { ProjectLayout } from './pages/project/layout.tsx';
 import { ProjectsPage } from './pages/projects.tsx';
-import { UsersPage } from './pages/users.tsx';
 import { bootError, me, projects, setNavigate } from './session.ts';
 import { Shell } from './shell.tsx';
 import { PageBoundary } from './ui/boundary.tsx';
 import { ErrorNotice } from './ui/errors.tsx';
+import { lazyPage } from './ui/lazy-page.ts';
 import { Redirect } from './ui/link.tsx';
 import { ReverifyDialog } from './ui/reverify.tsx';
+
+// Fetched when first shown (ui/lazy-page.ts): the account pages, administration, the audit trail, health and
+// accepting an invitation are visited now and then, the project pages and the sign-in all the time.
+const ActivityPage = lazyPage(() => import('./pages/activity.tsx').then((m) => m.ActivityPage));
+const ApiKeysPage = lazyPage(() => import('./pages/account/api-keys.tsx').then((m) => m.ApiKeysPage));
+const ProfilePage = lazyPage(() => import('./pages/account/profile.tsx').then((m) => m.ProfilePage));
+const SecurityPage = lazyPage(() => import('./pages/account/security.tsx').then((m) => m.SecurityPage));
+const HealthPage = lazyPage(() => import('./pages/health.tsx').then((m) => m.HealthPage));
+const InvitePage = lazyPage(() => import('./pages/invite.tsx').then((m) => m.InvitePage));
+const UsersPage = lazyPage(() => import('./pages/users.tsx').then((m) => m.UsersPage));
 
 const PUBLIC_PATHS = ['/login', '/login/mfa', '/invite'];
 

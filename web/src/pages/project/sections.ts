@@ -2,11 +2,11 @@
 // sidebar lists it and /projects/:slug/<path> renders it inside the project's layout.
 import type { FunctionComponent } from 'preact';
 import type { Project, Role } from '../../api/types.ts';
+import { lazyPage } from '../../ui/lazy-page.ts';
 import { AgentDetail } from './agent-detail.tsx';
 import { ProjectAgents } from './agents.tsx';
 import { CommandDetail } from './command-detail.tsx';
 import { ProjectCommands } from './commands.tsx';
-import { ProjectMembers } from './members.tsx';
 import { ProjectOverview } from './overview.tsx';
 import { TaskDetail } from './task-detail.tsx';
 import { ProjectTasks } from './tasks.tsx';
@@ -30,6 +30,9 @@ export interface ProjectSection {
   minRole?: Role;
   component: FunctionComponent<ProjectPageProps>;
 }
+
+// Fetched when first shown (ui/lazy-page.ts): only project admins open it, and seldom.
+const ProjectMembers = lazyPage(() => import('./members.tsx').then((m) => m.ProjectMembers));
 
 export const PROJECT_SECTIONS: ProjectSection[] = [
   { path: '', label: 'Overview', component: ProjectOverview },
