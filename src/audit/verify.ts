@@ -31,22 +31,23 @@ export interface VerifyReport {
   /** The first row found wrong, when one is. */
   firstBadRowId: string | null;
   knownHead?: KnownHeadOutcome;
-  /** Worker threads the walk was spread over (0: walked in the calling thread). */
+  /** Threads the walk was spread over (0: not cut, walked in the calling thread). */
   threads: number;
 }
 
 const MAX_FINDINGS = 100;
 /** Below this many rows a thread, starting one costs more than it saves. */
 const MIN_ROWS_PER_THREAD = 50_000;
-/** Every core: for the operator's `svc audit verify`. */
-export const ALL_CORES = availableParallelism();
 
 export interface VerifyOptions {
   knownHead?: string;
   pageSize?: number;
-  /** Worker threads to check stretches of the chain on; 0 (the default) walks
-   * in this thread. Short chains use fewer threads, or none. */
+  /** Threads to check stretches of the chain on; 0 (the default) walks in
+   * this thread. Short chains use fewer threads, or none. */
   threads?: number;
+  /** The calling thread checks the first stretch itself (only where nothing
+   * else waits on its event loop); the other stretches go to worker threads. */
+  callingThreadToo?: boolean;
   /** Walking in this thread: called after each page (the scheduled verifier yields to the event loop here). */
   onPage?: (rowsSoFar: number) => Promise<void> | void;
 }
@@ -55,6 +56,9 @@ export interface VerifyOptions {
  * chain is walked by one worker thread, so a core stays for requests and the
  * event loop stays free; a short one in this thread, yielding between pages. */
 export const IN_SERVICE: VerifyOptions = { threads: 1, onPage: () => new Promise((r) => setImmediate(r)) };
+
+/** `svc audit verify`: every core, this thread included. */
+export const ON_THE_COMMAND_LINE: VerifyOptions = { threads: availableParallelism(), callingThreadToo: true };
 
 /** What was read under the chain lock: the state, rows beyond its head, where to cut the walk. */
 interface Start {
@@ -79,7 +83,7 @@ async function readStart(db: Db, threads: number): Promise<Start | null> {
       const cut = await keyAtOffset(tx, Math.floor((k * total) / n));
       if (cut && before(cut, head!) && (cuts.length === 0 || before(cuts[cuts.length - 1]!, cut))) cuts.push(cut);
     }
-    // n > 0 means worker threads, even a single one (the event loop stays free).
+    // n > 0 means cut into stretches, even a single one (for a worker thread).
     return { state, beyond, cuts: n > 0 ? [...cuts, head!] : [] };
   });
 }
@@ -118,7 +122,15 @@ export async function verifyChain(db: Db, keyring: Keyring, options: VerifyOptio
     maxFindings: MAX_FINDINGS + 1,
     pageSize: options.pageSize,
   });
-  const stretches = head === null ? [] : cuts.length === 0 ? [await verifyRange(db, keyring, request(null, head), options.onPage)] : await inWorkers(db, keyring, cuts.map((cut, i) => request(cuts[i - 1] ?? null, cut)));
+  const requests = cuts.map((cut, i) => request(cuts[i - 1] ?? null, cut));
+  const stretches =
+    head === null
+      ? []
+      : requests.length === 0
+        ? [await verifyRange(db, keyring, request(null, head), options.onPage)]
+        : options.callingThreadToo && requests.length > 1
+          ? await Promise.all([verifyRange(db, keyring, requests[0]!), ...inWorkers(db, keyring, requests.slice(1))])
+          : await Promise.all(inWorkers(db, keyring, requests));
 
   let expectedPrev = state.prune_row_hmac;
   let tail: RangeReport['last'] = null;
@@ -175,24 +187,22 @@ export async function verifyChain(db: Db, keyring: Keyring, options: VerifyOptio
 const WORKER = workerEntry('audit/verify-worker');
 
 /** Checks each stretch in a worker thread of its own, with its own connection. */
-function inWorkers(db: Db, keyring: Keyring, requests: RangeRequest[]): Promise<RangeReport[]> {
-  return Promise.all(
-    requests.map(
-      (request) =>
-        new Promise<RangeReport>((resolve, reject) => {
-          const worker = new Worker(WORKER);
-          worker.onmessage = (event: MessageEvent<RangeOutcome>) => {
-            worker.terminate();
-            if ('error' in event.data) reject(new Error(`audit verification thread: ${event.data.error}`));
-            else resolve(event.data.report);
-          };
-          worker.onerror = (event) => {
-            worker.terminate();
-            reject(new Error(`audit verification thread: ${event.message}`));
-          };
-          const job: RangeJob = { target: db.target, open: {}, keys: keyring.secrets(), request };
-          worker.postMessage(job);
-        }),
-    ),
+function inWorkers(db: Db, keyring: Keyring, requests: RangeRequest[]): Promise<RangeReport>[] {
+  return requests.map(
+    (request) =>
+      new Promise<RangeReport>((resolve, reject) => {
+        const worker = new Worker(WORKER);
+        worker.onmessage = (event: MessageEvent<RangeOutcome>) => {
+          worker.terminate();
+          if ('error' in event.data) reject(new Error(`audit verification thread: ${event.data.error}`));
+          else resolve(event.data.report);
+        };
+        worker.onerror = (event) => {
+          worker.terminate();
+          reject(new Error(`audit verification thread: ${event.message}`));
+        };
+        const job: RangeJob = { target: db.target, open: {}, keys: keyring.secrets(), request };
+        worker.postMessage(job);
+      }),
   );
 }

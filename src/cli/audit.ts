@@ -14,7 +14,7 @@ import {
   rotateChainKey,
 } from '../audit/maintenance.ts';
 import { loadState } from '../audit/store.ts';
-import { ALL_CORES, envelopeOf, verifyChain, type VerifyReport } from '../audit/verify.ts';
+import { envelopeOf, ON_THE_COMMAND_LINE, verifyChain, type VerifyReport } from '../audit/verify.ts';
 import type { Db } from '../db/connect.ts';
 import { randomToken } from '../lib/crypto.ts';
 import { sortedJson } from '../lib/sorted-json.ts';
@@ -77,7 +77,7 @@ export function auditGroup(args: string[]): Promise<number> {
     .option('--known-head <envelope>', 'a head exported earlier (JSON, @file or - for stdin); anything but a match exits non-zero')
     .action((opts: { knownHead?: string }) =>
       withChain(async (db, keyring) => {
-        const report = await verifyChain(db, keyring, { knownHead: opts.knownHead === undefined ? undefined : readEnvelopeArg(opts.knownHead), threads: ALL_CORES });
+        const report = await verifyChain(db, keyring, { knownHead: opts.knownHead === undefined ? undefined : readEnvelopeArg(opts.knownHead), ...ON_THE_COMMAND_LINE });
         printReport(report);
         return exitFor(report);
       }),
@@ -90,7 +90,7 @@ export function auditGroup(args: string[]): Promise<number> {
     .action((opts: { verify?: boolean; output?: string }) =>
       withChain(async (db, keyring) => {
         if (opts.verify) {
-          const report = await verifyChain(db, keyring, { threads: ALL_CORES });
+          const report = await verifyChain(db, keyring, ON_THE_COMMAND_LINE);
           printReport(report);
           if (!report.clean) return 1;
         }

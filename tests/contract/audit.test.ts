@@ -15,7 +15,7 @@ import {
 } from '../../src/audit/maintenance.ts';
 import { AuditService } from '../../src/audit/service.ts';
 import { loadState } from '../../src/audit/store.ts';
-import { envelopeOf, verifyChain } from '../../src/audit/verify.ts';
+import { envelopeOf, IN_SERVICE, verifyChain } from '../../src/audit/verify.ts';
 import { rootCause } from '../../src/lib/errors.ts';
 import { sortedJson } from '../../src/lib/sorted-json.ts';
 import { testDialect, testService, type TestService } from '../helpers/app.ts';
@@ -378,8 +378,11 @@ describe(`long chains are checked in worker threads (${testDialect()})`, () => {
       await db().tx((tx) => appendRows(tx, keyring(), Array.from({ length: 5000 }, (_, i) => ({ action: 'bulk.row', target_id: String(done + i), metadata: { i: done + i } }))));
     }
     const inThread = await verifyChain(db(), keyring());
-    const threaded = await verifyChain(db(), keyring(), { threads: 2 });
     expect(inThread).toMatchObject({ clean: true, rowsVerified: ROWS, threads: 0 });
+    // As the service runs it (one worker thread), and as `svc audit verify` does (this thread and a worker).
+    expect(await verifyChain(db(), keyring(), IN_SERVICE)).toEqual({ ...inThread, threads: 1 });
+    expect(await verifyChain(db(), keyring(), { threads: 2, callingThreadToo: true })).toEqual({ ...inThread, threads: 2 });
+    const threaded = await verifyChain(db(), keyring(), { threads: 2 });
     expect(threaded).toEqual({ ...inThread, threads: 2 });
 
     const ordered = await orderedIds(db());
@@ -399,5 +402,6 @@ describe(`long chains are checked in worker threads (${testDialect()})`, () => {
     expect(broken.findings).toContain(`the chain state records ${ROWS} rows but ${ROWS - 1} were found`);
     const again = await verifyChain(db(), keyring());
     expect({ ...again, threads: 2 }).toEqual(broken);
+    expect(await verifyChain(db(), keyring(), { threads: 2, callingThreadToo: true })).toEqual(broken);
   }, 120_000);
 });
