@@ -45,13 +45,14 @@ export async function verifyRange(ex: Executor, keyring: Keyring, req: RangeRequ
   const find = (rowId: string, occurredAt: string, problem: string) => {
     if (report.findings.length < req.maxFindings) report.findings.push({ message: `row ${rowId} (${occurredAt}): ${problem}`, rowId });
   };
+  const perKey = new Map<string, number>();
   let after = req.after;
   let prev: string | null | undefined;
   for (;;) {
     const page = await chainRows(ex, req.generation, after, req.through, pageSize);
     for (const row of page) {
       report.count++;
-      report.perKey[row.hmac_key_id] = (report.perKey[row.hmac_key_id] ?? 0) + 1;
+      perKey.set(row.hmac_key_id, (perKey.get(row.hmac_key_id) ?? 0) + 1);
       const problem = rowProblem(row, keyring);
       if (problem) find(row.id, row.occurred_at, problem);
       if (prev === undefined) report.first = { id: row.id, occurred_at: row.occurred_at, prev_row_hmac: row.prev_row_hmac };
@@ -65,7 +66,7 @@ export async function verifyRange(ex: Executor, keyring: Keyring, req: RangeRequ
       after = last;
     }
     await afterPage?.(report.count);
-    if (page.length < pageSize) return report;
+    if (page.length < pageSize) return { ...report, perKey: Object.fromEntries(perKey) };
   }
 }
 

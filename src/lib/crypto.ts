@@ -9,16 +9,26 @@ export function hmacSha256(key: string | Uint8Array, message: string | Uint8Arra
 // Keyed hashers for the few long-lived keys (master secrets, the audit chain
 // key), each with its domain-separation prefix already fed in: copying one
 // skips the key setup and the prefix each HMAC would otherwise repeat.
-const keyed = new Map<string, Bun.CryptoHasher>();
+// Looked up by prefix, then key: both are long-lived strings whose hashes the
+// engine keeps, where a combined key would be built anew for every call.
+const keyed = new Map<string, Map<string, Bun.CryptoHasher>>();
+let keyedCount = 0;
 
 /** Hex HMAC-SHA256 of `prefix + message`, strings as UTF-8 (Bun's native hasher: about twice as fast as node:crypto's). */
 export function hmacHex(key: string | Uint8Array, message: string | Uint8Array, prefix = ''): string {
   if (typeof key !== 'string') return new Bun.CryptoHasher('sha256', key).update(prefix).update(message).digest('hex');
-  const id = `${prefix.length}:${prefix}${key}`;
-  let base = keyed.get(id);
+  let byKey = keyed.get(prefix);
+  let base = byKey?.get(key);
   if (!base) {
-    if (keyed.size >= 64) keyed.delete(keyed.keys().next().value!);
-    keyed.set(id, (base = new Bun.CryptoHasher('sha256', key).update(prefix)));
+    // A handful of keys and prefixes in practice; start over if that ever grows.
+    if (keyedCount >= 256) {
+      keyed.clear();
+      keyedCount = 0;
+      byKey = undefined;
+    }
+    if (!byKey) keyed.set(prefix, (byKey = new Map()));
+    byKey.set(key, (base = new Bun.CryptoHasher('sha256', key).update(prefix)));
+    keyedCount++;
   }
   return base.copy().update(message).digest('hex');
 }

@@ -164,6 +164,16 @@ describe(`audit chain on ${testDialect()}`, () => {
       expect(report.findings).toEqual([`1 rows lie after the head recorded in the chain state, from row ${forged} (added outside the chain, or the state was moved back)`]);
     });
 
+    test('a row of another generation where none were frozen', async () => {
+      const ids = await appendMany(db(), audit(), 4);
+      await tamper(db(), [
+        `INSERT INTO audit_log SELECT '${crypto.randomUUID()}', occurred_at, action, target_type, target_id, result, outcome, event_id, user_id, actor_digest, api_key_id, project_id, source_ip, user_agent, metadata, NULL, row_hmac, hmac_key_id, '${crypto.randomUUID()}' FROM audit_log WHERE id = '${ids[1]}'`,
+      ]);
+      const report = await verifyChain(db(), keyring());
+      expect(report).toMatchObject({ clean: false, rowsVerified: 4, frozenRows: 1 });
+      expect(report.findings).toEqual(['frozen rows of earlier generations do not match their recorded digest (1 found, 0 recorded)']);
+    });
+
     test('a truncated tail (newest rows removed)', async () => {
       await appendMany(db(), audit(), 6);
       const ordered = await orderedIds(db());
