@@ -11,6 +11,7 @@ import { redactDatabaseUrl } from '../db/url.ts';
 import { logger, setLogLevel } from '../lib/log.ts';
 import { VERSION } from '../version.ts';
 import { announceSetup } from '../setup/announce.ts';
+import { bootstrapFromSettings } from '../setup/service.ts';
 import { startBackground } from './background.ts';
 import { buildServiceApp, createContext, openConfiguredDatabase } from './compose.ts';
 import { agentWebSocketOptions } from '../transport/routes.ts';
@@ -99,6 +100,8 @@ export async function serve(options: ServeOptions): Promise<number> {
     await app.stop(true);
   });
   ctx.lifecycle.onShutdown('database', () => db.close());
+  // The administrator from SVC_BOOTSTRAP_ADMIN_* exists before svc says it is ready.
+  if (!isChild) await bootstrapFromSettings(ctx);
   ctx.lifecycle.ready = true;
 
   log.info({ version: VERSION, url: baseUrl, worker: workerIndex, database: redactDatabaseUrl(loaded.database) }, 'svc ready');

@@ -1,10 +1,10 @@
-// At start, while no user exists: create the bootstrap admin from settings,
-// or print the one-shot setup link on stderr (and print a fresh one whenever
-// the previous link runs out before anyone used it).
+// At start, while no user exists (serve.ts has already tried the bootstrap
+// admin from settings): print the one-shot setup link on stderr, and a fresh
+// one whenever the previous link runs out before anyone used it.
 import { logger } from '../lib/log.ts';
 import type { AppContext } from '../server/context.ts';
 import { every } from '../server/schedule.ts';
-import { bootstrapFromSettings, hasLiveSetupToken, mintSetupToken, setupOpen } from './service.ts';
+import { hasLiveSetupToken, mintSetupToken, setupOpen } from './service.ts';
 
 const log = logger('setup');
 
@@ -21,7 +21,6 @@ async function printLink(ctx: AppContext, baseUrl: string): Promise<void> {
 
 export async function announceSetup(ctx: AppContext, baseUrl: string): Promise<void> {
   if (!(await setupOpen(ctx.db))) return;
-  if (await bootstrapFromSettings(ctx)) return;
   await printLink(ctx, baseUrl);
   every(ctx, 'setup-link', 15_000, async () => {
     if ((await setupOpen(ctx.db)) && !(await hasLiveSetupToken(ctx.db))) await printLink(ctx, baseUrl);

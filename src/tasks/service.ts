@@ -5,7 +5,7 @@
 import type { Executor } from '../db/connect.ts';
 import type { EventRecord } from '../ingest/events.ts';
 import { notFound, validationFailed } from '../http/errors.ts';
-import { LATEST_WINS, queuesOf, taskOf, tasksPage, upsertQueues, upsertTasks, upsertWorkers, workersOf, type QueueRow, type TaskFilter, type TaskRow, type WorkerRow } from './store.ts';
+import { isPlaceholderName, LATEST_WINS, queuesOf, taskOf, tasksPage, upsertQueues, upsertTasks, upsertWorkers, workersOf, type QueueRow, type TaskFilter, type TaskRow, type WorkerRow } from './store.ts';
 import type { TaskState } from './tables.ts';
 
 export type { QueueRow, TaskRow, WorkerRow };
@@ -70,6 +70,7 @@ function fold(acc: TaskRow, next: TaskRow): TaskRow {
   const winner = wins(next, acc) ? next : acc;
   const out: Record<string, unknown> = { ...acc };
   for (const k of LATEST_WINS) out[k] = next[k] ?? acc[k];
+  out.name = next.name === null || (acc.name !== null && isPlaceholderName(next.name)) ? acc.name : next.name;
   const earlier = (x: string | null, y: string | null) => (x === null ? y : y === null ? x : x < y ? x : y);
   return {
     ...(out as TaskRow),

@@ -11,7 +11,7 @@ export type QueueRow = typeof import('./tables.ts').queues.sqlite.$inferSelect;
 
 /** Task fields where the later report, when it has a value, replaces the earlier (service.ts folds a batch the same way). */
 export const LATEST_WINS = [
-  'name', 'queue', 'priority', 'args', 'kwargs', 'result', 'exception', 'traceback', 'eta',
+  'queue', 'priority', 'args', 'kwargs', 'result', 'exception', 'traceback', 'eta',
   'started_at', 'finished_at', 'runtime_ms', 'worker_name', 'parent_task_id', 'root_task_id',
 ] as const;
 
@@ -22,6 +22,13 @@ const newer = (table: string, c: string) => `${c} = COALESCE(excluded.${c}, ${ta
 const earliest = (c: string) =>
   `${c} = CASE WHEN tasks.${c} IS NULL OR (excluded.${c} IS NOT NULL AND excluded.${c} < tasks.${c}) THEN excluded.${c} ELSE tasks.${c} END`;
 const unlessEmpty = (table: string, c: string, empty: string) => `${c} = CASE WHEN excluded.${c} = '${empty}' THEN ${table}.${c} ELSE excluded.${c} END`;
+
+// Agents send a placeholder (`<unknown>`, `<unknown:queue:id>`) when they
+// cannot tell a task's name, as z4j-celery does for some failure events: it
+// names a task no better name is known for, and never replaces one.
+const PLACEHOLDER = '<unknown';
+export const isPlaceholderName = (name: string): boolean => name.startsWith(PLACEHOLDER);
+const NAME = `name = CASE WHEN excluded.name IS NULL OR (tasks.name IS NOT NULL AND substr(excluded.name, 1, ${PLACEHOLDER.length}) = '${PLACEHOLDER}') THEN tasks.name ELSE excluded.name END`;
 
 const TASK_WRITE: BulkWrite = {
   table: 'tasks',
@@ -36,6 +43,7 @@ const TASK_WRITE: BulkWrite = {
     pick('state'),
     pick('state_tier'),
     pick('state_at'),
+    NAME,
     ...LATEST_WINS.map((c) => newer('tasks', c)),
     'retry_count = tasks.retry_count + excluded.retry_count',
     earliest('received_at'),

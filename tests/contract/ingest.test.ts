@@ -112,6 +112,19 @@ describe(`ingest on ${testDialect()}`, () => {
     expect((await findTask(svc.ctx.db, project.id, 'celery', 't3'))!.state).toBe('success');
   });
 
+  test("an agent's placeholder name (<unknown...>) never replaces a known one, in one batch or across batches", async () => {
+    await ingest([ev('task.started', 'p1', -3000), ev('task.failed', 'p1', -2000, { task_name: '<unknown:default:p1>' })]);
+    expect((await findTask(svc.ctx.db, project.id, 'celery', 'p1'))!).toMatchObject({ state: 'failure', name: 'app.add' });
+    await ingest([ev('task.started', 'p2', -3000)]);
+    await ingest([ev('task.failed', 'p2', -2000, { task_name: '<unknown:p2>' })]);
+    expect((await findTask(svc.ctx.db, project.id, 'celery', 'p2'))!).toMatchObject({ state: 'failure', name: 'app.add' });
+    // Known nowhere else: the placeholder names the task, and a real name replaces it later.
+    await ingest([ev('task.failed', 'p3', -2000, { task_name: '<unknown:p3>' })]);
+    expect((await findTask(svc.ctx.db, project.id, 'celery', 'p3'))!.name).toBe('<unknown:p3>');
+    await ingest([ev('task.retried', 'p3', -1000, { task_name: 'app.real' })]);
+    expect((await findTask(svc.ctx.db, project.id, 'celery', 'p3'))!.name).toBe('app.real');
+  });
+
   test('workers and queues from events and from heartbeat adapter_health', async () => {
     await ingest([ev('worker.online', '', 0, { hostname: 'w9@box', pid: 99 }), ev('task.received', 'q1', 0, { queue: 'mail' })]);
     await svc.ctx.db.tx((tx) =>
