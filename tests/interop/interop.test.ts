@@ -5,13 +5,13 @@
 // issued through svc's API must reach the agent and have their result
 // recorded.
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
-import { existsSync, mkdtempSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { existsSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import type { Subprocess } from 'bun';
 import { decodeBase32IgnorePadding } from '@oslojs/encoding';
 import { generateTOTP } from '@oslojs/otp';
 import { cleanEnv, eventually, startSvc, type RunningSvc } from '../helpers/binary.ts';
+import { tempDir } from '../helpers/home.ts';
 import { FAST_IDENTITY_ENV, STRONG_PASSWORD } from '../helpers/identity.ts';
 
 const PYTHON = process.env.SVC_TEST_PYTHON ?? join(import.meta.dir, '../../.venv/bin/python');
@@ -87,7 +87,7 @@ interface Run {
 async function startWorker(transport: 'ws' | 'longpoll'): Promise<Run> {
   const minted = await api.call('POST', '/api/v1/projects/default/agents', { name: `celery-${transport}` });
   expect(minted.status).toBe(201);
-  const home = mkdtempSync(join(tmpdir(), `z4j-${transport}-`));
+  const home = tempDir(`z4j-${transport}-`);
   const out = { text: '' };
   // The `celery` entry point, not `python -m celery`: z4j-celery starts its
   // agent only when argv shows a `celery ... worker` invocation.
