@@ -119,6 +119,7 @@ if (!webOnly) {
     // Worker threads must be entry points of their own in a compiled binary
     // (src/lib/workers.ts finds them).
     join(root, 'src/audit/verify-worker.ts'),
+    join(root, 'src/transport/decode-worker.ts'),
     join(root, 'src/db/checkpointer.ts'),
     '--outfile',
     join(root, 'dist/svc'),

@@ -11,9 +11,13 @@ function formatUuid(hex: string): string {
   return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-${hex.slice(12, 16)}-${hex.slice(16, 20)}-${hex.slice(20, 32)}`;
 }
 
+const namespaceBytes = new Map<string, Buffer>();
+
 /** RFC 4122 name-based UUID (SHA-1, version 5). */
 export function uuidV5(namespace: string, name: string): string {
-  const hash = createHash('sha1').update(Buffer.from(hexOf(namespace), 'hex')).update(name, 'utf8').digest();
+  let ns = namespaceBytes.get(namespace);
+  if (!ns) namespaceBytes.set(namespace, (ns = Buffer.from(hexOf(namespace), 'hex')));
+  const hash = createHash('sha1').update(ns).update(name, 'utf8').digest();
   hash[6] = (hash[6]! & 0x0f) | 0x50;
   hash[8] = (hash[8]! & 0x3f) | 0x80;
   return formatUuid(hash.subarray(0, 16).toString('hex'));

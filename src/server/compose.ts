@@ -53,6 +53,7 @@ export function createContext(loaded: LoadedConfig, db: Db): AppContext {
     worker: { index: 0, count: 1 },
     agentTransport: new AgentTransport(config),
   };
+  ctx.lifecycle.onShutdown('frame-decoders', () => ctx.agentTransport.decoders.close());
   return ctx;
 }
 

@@ -268,48 +268,46 @@ function quote(s: string): string {
   return JSON.stringify(s);
 }
 
-function write(v: JsonValue, sortKeys: boolean, depth: number, out: string[]): void {
-  if (v === null) out.push('null');
-  else if (v === true) out.push('true');
-  else if (v === false) out.push('false');
-  else if (typeof v === 'string') out.push(quote(v));
-  else if (typeof v === 'bigint') out.push(v.toString());
-  else if (v instanceof JsonFloat) out.push(pythonFloatRepr(v.value));
-  else if (typeof v !== 'object') throw new TypeError(`not a JsonValue: ${typeof v} (use toJsonValue for plain JS values)`);
-  else if (depth >= MAX_JSON_DEPTH) throw new JsonError('nesting too deep');
-  else if (Array.isArray(v)) {
-    out.push('[');
+// Built by concatenation (JSC joins string ropes cheaply); plain ASCII keys,
+// the usual case, are quoted without escaping and sorted by the default
+// comparison, which orders them by code point already.
+function write(v: JsonValue, sortKeys: boolean, depth: number): string {
+  if (v === null) return 'null';
+  if (v === true) return 'true';
+  if (v === false) return 'false';
+  if (typeof v === 'string') return quote(v);
+  if (typeof v === 'bigint') return v.toString();
+  if (v instanceof JsonFloat) return pythonFloatRepr(v.value);
+  if (typeof v !== 'object') throw new TypeError(`not a JsonValue: ${typeof v} (use toJsonValue for plain JS values)`);
+  if (depth >= MAX_JSON_DEPTH) throw new JsonError('nesting too deep');
+  if (Array.isArray(v)) {
+    let out = '[';
     for (let i = 0; i < v.length; i++) {
-      if (i > 0) out.push(',');
-      write(v[i] as JsonValue, sortKeys, depth + 1, out); // a hole is undefined and throws
+      if (i > 0) out += ',';
+      out += write(v[i] as JsonValue, sortKeys, depth + 1); // a hole is undefined and throws
     }
-    out.push(']');
-  } else {
-    if (!isPlainObject(v)) throw new TypeError('not a JsonValue: only plain objects serialise');
-    const keys = Object.keys(v);
-    if (sortKeys) keys.sort(compareCodePoints);
-    out.push('{');
-    for (let i = 0; i < keys.length; i++) {
-      const key = keys[i] as string;
-      if (i > 0) out.push(',');
-      out.push(quote(key), ':');
-      write(v[key] as JsonValue, sortKeys, depth + 1, out);
-    }
-    out.push('}');
+    return `${out}]`;
   }
+  if (!isPlainObject(v)) throw new TypeError('not a JsonValue: only plain objects serialise');
+  const keys = Object.keys(v);
+  let plainKeys = true;
+  for (let i = 0; i < keys.length && plainKeys; i++) plainKeys = isPlainJsonText(keys[i]!);
+  if (sortKeys) {
+    if (plainKeys) keys.sort();
+    else keys.sort(compareCodePoints);
+  }
+  let out = '{';
+  for (let i = 0; i < keys.length; i++) {
+    const key = keys[i] as string;
+    if (i > 0) out += ',';
+    out += `${plainKeys ? `"${key}"` : quote(key)}:${write(v[key] as JsonValue, sortKeys, depth + 1)}`;
+  }
+  return `${out}}`;
 }
 
 /** The canonical text a z4j HMAC covers (see the header comment). */
-export function canonicalJson(value: JsonValue): string {
-  const out: string[] = [];
-  write(value, true, 0, out);
-  return out.join('');
-}
+export const canonicalJson = (value: JsonValue): string => write(value, true, 0);
 
 /** Compact JSON keeping object insertion order; for wire text whose key order
  * is only cosmetic (receivers re-canonicalise). */
-export function compactJson(value: JsonValue): string {
-  const out: string[] = [];
-  write(value, false, 0, out);
-  return out.join('');
-}
+export const compactJson = (value: JsonValue): string => write(value, false, 0);

@@ -5,7 +5,6 @@
 // all pass, so a refused frame never consumes its seq or nonce.
 import { nowMicros } from '../lib/clock.ts';
 import { FrameError } from './errors.ts';
-import type { JsonObject } from './json.ts';
 import { parseFrameTimestamp } from './timestamp.ts';
 
 export const MAX_FRAME_TS_SKEW_SECONDS = 60;
@@ -13,6 +12,13 @@ export const MAX_FRAME_TS_SKEW_SECONDS = 60;
 export const MAX_NONCE_TRACK_SECONDS = 180;
 export const MAX_NONCE_ENTRIES = 4096;
 export const MIN_SEQ = 1n;
+
+/** A frame's seq, nonce and ts as sent (any JSON, or absent). */
+export interface FrameStamp {
+  seq?: unknown;
+  nonce?: unknown;
+  ts?: unknown;
+}
 
 export interface AcceptedStamp {
   seq: bigint;
@@ -37,8 +43,8 @@ export class ReplayGuard {
   }
 
   /** Checks the stamp of a signed frame (already HMAC-verified) and records it; throws FrameError('replay'). */
-  accept(frame: JsonObject): AcceptedStamp {
-    const { seq, nonce, ts } = frame;
+  accept(stamp: FrameStamp): AcceptedStamp {
+    const { seq, nonce, ts } = stamp;
     // z4j's isinstance(seq, int) would also let `true` through as 1; no agent
     // sends that, and refusing it is the safer reading.
     if (typeof seq !== 'bigint' || seq < MIN_SEQ) throw new FrameError('replay', 'frame envelope missing valid seq');

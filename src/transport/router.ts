@@ -10,7 +10,7 @@
 import { lockAgentForIngest, storeHealthSample } from '../agents/service.ts';
 import { recordCommandAck, recordCommandResult } from '../commands/service.ts';
 import type { Tx } from '../db/connect.ts';
-import { readEvents, storeEventBatches, type EventRecord } from '../ingest/service.ts';
+import { storeEventBatches, type EventRecord } from '../ingest/service.ts';
 import { isUuid } from '../lib/ids.ts';
 import { isoMicros, nowIso, nowMicros } from '../lib/clock.ts';
 import { describeError } from '../lib/errors.ts';
@@ -87,7 +87,7 @@ export async function routeFrames(ctx: AppContext, fc: FrameContext, frames: Ver
       let events = 0;
       while (i < frames.length && frames[i]!.type === 'event_batch' && (group.length === 0 || events < EVENTS_PER_TRANSACTION)) {
         const f = frames[i++]!;
-        events += Array.isArray(f.payload.events) ? f.payload.events.length : 0;
+        events += f.batch?.records.length ?? 0;
         group.push(f);
       }
       outcomes = await routeEventBatches(ctx, fc, group);
@@ -115,11 +115,8 @@ export async function routeFrames(ctx: AppContext, fc: FrameContext, frames: Ver
 }
 
 async function routeEventBatches(ctx: AppContext, fc: FrameContext, group: VerifiedSignedFrame[]): Promise<FrameOutcome[]> {
-  const now = nowMicros();
-  const read = group.map((f) => {
-    if (!Array.isArray(f.payload.events)) return null;
-    return readEvents(f.payload, { projectId: fc.projectId, agentId: fc.agentId, frameId: f.id, nowMicros: now });
-  });
+  // The verifier read each batch's records while decoding it.
+  const read = group.map((f) => f.batch ?? null);
   const outcomes: (FrameOutcome | null)[] = read.map((r, k) => {
     if (r === null) return { kind: 'drop', message: 'event_batch payload has no events list', ack: { received: 0, accepted: 0, rejected: 0 } };
     if (ctx.agentTransport.needsSchedulerUpgrade(r.records, fc)) {

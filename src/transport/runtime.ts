@@ -9,6 +9,7 @@ import { addressList, type AddressList } from '../lib/net.ts';
 import { RateLimiter } from '../lib/rate-limit.ts';
 import { deriveProjectSecret } from './credentials.ts';
 import type { EventRecord, FrameContext } from './router.ts';
+import { DecodePool, defaultDecodeThreads } from './decode-pool.ts';
 import { SessionRegistry } from './sessions.ts';
 import type { LongPollState } from './longpoll.ts';
 
@@ -106,6 +107,8 @@ export class AgentTransport {
   readonly sockets = new SocketRegistry();
   readonly connectBucket = new RateLimiter(AGENT_CONNECTS_PER_MINUTE, 60_000);
   readonly refusals = new RefusalMemory();
+  /** Decodes the frames of large long-poll uploads in worker threads. */
+  readonly decoders = new DecodePool(defaultDecodeThreads());
   readonly allowlist: AddressList | null;
   /** Whether a batch needs a newer scheduler adapter than the agent runs. svc runs
    * no external-schedule protocol, so nothing does; tests substitute a rule. */

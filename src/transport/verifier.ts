@@ -2,7 +2,11 @@
 // FrameError, applying z4j's receiver rules in z4j's order (agent-protocol.md
 // §2.3): shape and version, then HMAC (so unsigned input cannot probe
 // anything else), then content rules, then the replay guard last so a refused
-// frame leaves seq and nonce state untouched.
+// frame leaves seq and nonce state untouched. Everything before the replay
+// guard depends on the frame alone (decode), so any thread can run it; the
+// guard (admit) runs in the session's order.
+import { readEvents, type ReadEvents } from '../ingest/events.ts';
+import { nowMicros } from '../lib/clock.ts';
 import { safeEqual } from '../lib/crypto.ts';
 import { FrameError } from './errors.ts';
 import {
@@ -18,7 +22,7 @@ import {
 } from './frames.ts';
 import { toPlainJson, toPlainObject, type PlainJson, type PlainObject } from './json-convert.ts';
 import { isJsonObject, JsonError, parseJson, type JsonObject, type JsonValue } from './json.ts';
-import { ReplayGuard } from './replay.ts';
+import { ReplayGuard, type FrameStamp } from './replay.ts';
 import { isValidTelemetryLoss } from './telemetry.ts';
 
 export interface VerifiedSignedFrame {
@@ -30,10 +34,22 @@ export interface VerifiedSignedFrame {
   nonce: string;
   ts: string;
   tsMicros: number;
-  /** Plain JS view; `{}` when the frame had no payload (or null). */
+  /** Plain JS view; `{}` when the frame had no payload (or null). An event_batch's
+   * `events` list is not kept here: it is read into `batch`. */
   payload: PlainObject;
-  /** The parsed frame exactly as verified (hmac included), int/float and big ints intact. */
-  raw: JsonObject;
+  /** event_batch only: its event records, read at decoding (null when `events` is not a list). */
+  batch?: ReadEvents | null;
+}
+
+/** A signed frame that passed every check but the replay guard. Plain data (structured-clone safe). */
+export interface DecodedSignedFrame {
+  kind: 'decoded';
+  type: SignedFrameType;
+  id: string | null;
+  /** seq, nonce and ts as sent. */
+  stamp: FrameStamp;
+  payload: PlainObject;
+  batch?: ReadEvents | null;
 }
 
 /** hello / hello_ack: unsigned, returned for the caller to validate strictly. */
@@ -42,10 +58,10 @@ export interface HandshakeFrame {
   type: HandshakeType;
   id: string | null;
   payload: PlainJson | null;
-  raw: JsonObject;
 }
 
 export type VerifiedFrame = VerifiedSignedFrame | HandshakeFrame;
+export type DecodedFrame = DecodedSignedFrame | HandshakeFrame;
 
 export interface FrameVerifierOptions {
   /** Signed types this side accepts; others are protocol errors. Default: what agents send. */
@@ -64,8 +80,8 @@ export class FrameVerifier {
   private readonly accepted: ReadonlySet<string>;
 
   constructor(
-    private readonly secret: Uint8Array,
-    private readonly binding: FrameBinding,
+    readonly secret: Uint8Array,
+    readonly binding: FrameBinding,
     options: FrameVerifierOptions = {},
   ) {
     assertSecret(secret);
@@ -78,6 +94,11 @@ export class FrameVerifier {
   }
 
   verify(text: string): VerifiedFrame {
+    return this.admit(this.decode(text));
+  }
+
+  /** Every check that depends on the frame alone; `now` (µs) bounds event times. Throws FrameError. */
+  decode(text: string, now = nowMicros()): DecodedFrame {
     let parsed: JsonValue;
     try {
       parsed = parseJson(text);
@@ -100,7 +121,7 @@ export class FrameVerifier {
       // Parsed by Pydantic on the brain, where `v` defaults to 2 but null is invalid.
       if (v === null) throw new FrameError('protocol', 'frame v must be an integer');
       const payload = frame.payload === undefined ? null : toPlainJson(frame.payload);
-      return { kind: 'handshake', type, id: stringOrNull(frame.id), payload, raw: frame };
+      return { kind: 'handshake', type, id: stringOrNull(frame.id), payload };
     }
     if (!isSignedType(type)) throw new FrameError('protocol', 'unknown frame type');
     if (!this.accepted.has(type)) throw new FrameError('protocol', 'unexpected frame type for this direction');
@@ -125,15 +146,22 @@ export class FrameVerifier {
       }
     }
 
-    const stamp = this.guard.accept(frame);
-    return {
-      kind: 'signed',
-      type,
-      id: stringOrNull(frame.id),
-      ...stamp,
-      payload: payload === null ? {} : toPlainObject(payload),
-      raw: frame,
-    };
+    const id = stringOrNull(frame.id);
+    const stamp: FrameStamp = { seq: frame.seq, nonce: frame.nonce, ts: frame.ts };
+    const plain = payload === null ? {} : toPlainObject(payload);
+    if (type !== 'event_batch') return { kind: 'decoded', type, id, stamp, payload: plain };
+    const { events, ...rest } = plain;
+    const batch = Array.isArray(events)
+      ? readEvents({ events }, { projectId: this.binding.projectId, agentId: this.binding.agentId, frameId: id, nowMicros: now })
+      : null;
+    return { kind: 'decoded', type, id, stamp, payload: rest, batch };
+  }
+
+  /** The replay guard, in the session's order: a decoded frame becomes a verified one. Throws FrameError('replay'). */
+  admit(frame: DecodedFrame): VerifiedFrame {
+    if (frame.kind === 'handshake') return frame;
+    const accepted = this.guard.accept(frame.stamp);
+    return { kind: 'signed', type: frame.type, id: frame.id, ...accepted, payload: frame.payload, batch: frame.batch };
   }
 
   private checkHmac(frame: JsonObject): void {

@@ -3,6 +3,7 @@
 // the shared database; the worker holding the agent's socket or waiting poll
 // must still deliver (delivery sweep, 250 ms re-check) and kick.
 import { afterAll, beforeAll, expect, test } from 'bun:test';
+import { sql } from 'drizzle-orm';
 import { mintAgent, revokeAgent } from '../../src/agents/service.ts';
 import { getCommand, issueCommand } from '../../src/commands/service.ts';
 import { loadConfigMintingSecrets } from '../../src/config/secrets.ts';
@@ -42,6 +43,12 @@ test('long-poll against the binary: events stored, a command issued by another p
   await eventually(async () => (await agent.probe()).status === 200, 10_000, 'probe');
   const up = await agent.upload([agent.eventBatch([taskEvent({ task_id: 'bin-1' })])]);
   expect(up.body).toMatchObject({ accepted: 1, rejected: 0 });
+  // A large upload is decoded in the binary's decoding thread (an entry point of its own).
+  const large = await agent.upload(Array.from({ length: 100 }, (_, i) => agent.eventBatch([taskEvent({ task_id: `bin-large-${i}` })])));
+  expect(large.body).toEqual({ accepted: 100, rejected: 0, errors: [], error_code: null });
+  const [stored] = await ctx.db.all<{ n: number }>(sql`SELECT COUNT(*) AS n FROM tasks WHERE task_id LIKE 'bin-large-%'`);
+  expect(Number(stored!.n)).toBe(100);
+  expect(svc.stdout()).not.toMatch(/decoding thread failed/);
   const waiting = agent.poll({ wait: 20 });
   await Bun.sleep(300);
   const cmd = await issue('bin-1');

@@ -81,44 +81,7 @@ describe('connect probe', () => {
   });
 });
 
-describe('uploads', () => {
-  test('every accepted frame type is stored or applied and counted accepted; events project onto tasks', async () => {
-    const cmd = await issue();
-    await agent.probe();
-    const ev = taskEvent({ kind: 'task.started', task_id: 'job-1' });
-    const done = taskEvent({ kind: 'task.succeeded', task_id: 'job-1' });
-    const frames = [
-      agent.eventBatch([ev, done]),
-      agent.heartbeat({ adapter_health: { 'celery.queue_depths': JSON.stringify({ default: 7 }) } }),
-      agent.agentStatus(),
-      agent.ack(cmd.id),
-      agent.result(cmd.id, 'success', { cancelled: true }),
-      agent.sign('registry_delta', { engine: 'celery', added: [], removed: [], updated: [] }),
-      agent.sign('error', { code: 'x', message: 'y', fatal: false }),
-    ];
-    const r = await agent.upload(frames);
-    expect(r.status).toBe(200);
-    expect(r.body).toEqual({ accepted: frames.length, rejected: 0, errors: [], error_code: null });
-    expect(await count(svc.ctx.db, 'events', sql`project_id = ${project.id}`)).toBe(2);
-    const [task] = await svc.ctx.db.all<{ state: string; name: string; result: unknown }>(sql`SELECT state, name FROM tasks WHERE task_id = 'job-1'`);
-    expect(task).toMatchObject({ state: 'success', name: 'app.tasks.add' });
-    expect(await count(svc.ctx.db, 'queues', sql`name = 'default' AND pending_count = 7`)).toBe(1);
-    expect(await count(svc.ctx.db, 'agent_health_samples', sql`agent_id = ${agent.agentId}`)).toBe(1);
-    expect(await getCommand(svc.ctx.db, project.id, cmd.id)).toMatchObject({ status: 'completed', result: { cancelled: true } });
-    const row = (await findAgent(svc.ctx.db, agent.agentId))!;
-    expect(row.state).toBe('online');
-    expect(row.last_seen_at).not.toBeNull();
-  });
-
-  test('a re-sent batch (new session, same frame and event ids) is absorbed: accepted again, stored once', async () => {
-    const events = [taskEvent(), taskEvent({ kind: 'worker.online', task_id: '', data: { hostname: 'w1' } })];
-    expect((await agent.upload([agent.eventBatch(events, 'ev_0000000000aa')])).body.accepted).toBe(1);
-    agent.newSession();
-    const again = await agent.upload([agent.eventBatch(events, 'ev_0000000000aa')]);
-    expect(again.body).toMatchObject({ accepted: 1, rejected: 0 });
-    expect(await count(svc.ctx.db, 'events')).toBe(2);
-  });
-
+describe('upload validation', () => {
   test('frame count and size limits: 0 or 501 frames, a frame over 1 MiB, a non-string frame are 422; a non-JSON body is 400', async () => {
     const hb = agent.heartbeat();
     for (const frames of [[], Array.from({ length: 501 }, () => hb), ['x'.repeat(1024 * 1024 + 1)], [42], 'not-a-list']) {
@@ -132,140 +95,196 @@ describe('uploads', () => {
     // Nothing of that reached the router.
     expect((await findAgent(svc.ctx.db, agent.agentId))!.last_seen_at).toBeNull();
   });
-
-  test('500 frames are fine; unreadable frames and unknown types are dropped (accepted) with at most ten errors', async () => {
-    const good = Array.from({ length: 485 }, () => agent.eventBatch([taskEvent()]));
-    const junk = [...Array.from({ length: 12 }, () => 'not json'), agent.craft({ type: 'telepathy', seq: 9999 }), '[1,2]', '{"type": 5}'];
-    const r = await agent.upload([...good, ...junk]);
-    expect(r.status).toBe(200);
-    expect(r.body.accepted).toBe(500);
-    expect(r.body.rejected).toBe(0);
-    expect(r.body.errors).toHaveLength(10);
-    expect(r.body.errors[0]).toMatch(/^frame 485: frame is not valid JSON/);
-    expect(await count(svc.ctx.db, 'events')).toBe(485);
-  });
-
-  test('unknown frame type alone: accepted (dropped), nothing stored', async () => {
-    const r = await agent.upload([agent.craft({ type: 'mystery', seq: 1 })]);
-    expect(r.body).toMatchObject({ accepted: 1, rejected: 0, errors: ['frame 0: unknown frame type'] });
-  });
-
-  test('another protocol version is rejected (re-sent later); hello frames are accepted but never liveness', async () => {
-    const hello = JSON.stringify({ v: 2, id: 'hello_0123456789abcdef', ts: null, type: 'hello', payload: { protocol_version: '2' } });
-    const r = await agent.upload([agent.craft({ v: 3, seq: 1 }), hello]);
-    expect(r.body).toMatchObject({ accepted: 1, rejected: 1 });
-    expect(r.body.errors[0]).toMatch(/unsupported frame version/);
-    expect((await findAgent(svc.ctx.db, agent.agentId))!.state).toBe('unknown');
-  });
-
-  const badFrames: [string, (a: TestAgent, other: { id: string }) => string, RegExp][] = [
-    ['wrong HMAC', (a) => a.craft({ seq: 2 }, { hmac: 'ab'.repeat(32) }), /hmac signature mismatch/],
-    ['replayed nonce', (a) => a.craft({ seq: 2, nonce: 'nonce-used-twice-xxxxx' }), /nonce replayed/],
-    ['stale ts', (a) => a.craft({ seq: 2, ts: formatFrameTimestamp(nowMicros() - 61_000_000) }), /skew window/],
-    ['seq going back', (a) => a.craft({ seq: 1 }), /seq not greater/],
-    ['frame bound to another project', (a, other) => a.craft({ seq: 2 }, { binding: { ...a.binding, projectId: other.id } }), /hmac signature mismatch/],
-    ['frame signed for another session', (a) => a.craft({ seq: 2 }, { binding: { ...a.binding, sessionId: 'someone-else' } }), /hmac signature mismatch/],
-  ];
-  for (const [name, make, message] of badFrames) {
-    test(`${name}: that frame and all later ones are rejected, the session invalidated (409); earlier frames are kept`, async () => {
-      const other = await insertProject(svc.ctx.db);
-      await agent.probe();
-      const kept = taskEvent({ task_id: `kept-${name}` });
-      const first = agent.craft({ seq: 1, nonce: 'nonce-used-twice-xxxxx', type: 'event_batch', payload: { events: [kept] } });
-      const later = agent.craft({ seq: 5, type: 'event_batch', payload: { events: [taskEvent()] } });
-      const r = await agent.upload([first, make(agent, other), later]);
-      expect(r.status).toBe(409);
-      expect(r.body).toMatchObject({ error: 'session_invalidated', details: { accepted: 1, rejected: 2 } });
-      expect(r.body.details.errors[0]).toMatch(message);
-      expect(await count(svc.ctx.db, 'events')).toBe(1);
-      expect(await count(svc.ctx.db, 'tasks', sql`task_id = ${`kept-${name}`}`)).toBe(1);
-    });
-  }
-
-  test('an invalidated session answers 409 on every route and nonce until a probe under a fresh nonce', async () => {
-    const stale = agent.nonce;
-    expect((await agent.upload([agent.craft({ seq: 1 }, { hmac: '00'.repeat(32) })])).status).toBe(409);
-    expect((await agent.upload([agent.heartbeat()])).status).toBe(409);
-    expect((await agent.poll({ wait: 0 })).status).toBe(409);
-    expect((await agent.probe()).status).toBe(409); // the same (invalidated) nonce
-    agent.newSession();
-    expect((await agent.upload([agent.heartbeat()])).status).toBe(409); // a fresh nonce, but not a probe
-    expect((await agent.probe()).status).toBe(200);
-    expect((await agent.upload([agent.heartbeat()])).body).toMatchObject({ accepted: 1 });
-    agent.newSession(stale);
-    expect((await agent.probe()).status).toBe(200); // markers are retired; the old nonce starts afresh
-  });
-
-  test('scheduler_upgrade_required: the frame is rejected and the code reported', async () => {
-    svc.ctx.agentTransport.needsSchedulerUpgrade = (records) => records.some((r) => r.kind === 'schedule.snapshot');
-    const snapshot = taskEvent({ kind: 'schedule.snapshot', task_id: '', engine: 'celery-beat', data: { scheduler: 'celery-beat', schedules: [] } });
-    const r = await agent.upload([agent.eventBatch([taskEvent()]), agent.eventBatch([snapshot])]);
-    expect(r.status).toBe(200);
-    expect(r.body).toMatchObject({ accepted: 1, rejected: 1, error_code: 'scheduler_upgrade_required' });
-  });
-
-  test('a token revoked mid-batch ends the batch with 401; frames stored before it stay', async () => {
-    const db = svc.ctx.db;
-    const realTx = db.tx.bind(db);
-    let calls = 0;
-    let revoking = false;
-    // Revoke right before the batch's second transaction (the command_ack between the two batches).
-    (db as { tx: Db['tx'] }).tx = async <T>(fn: (tx: Tx) => Promise<T>): Promise<T> => {
-      if (!revoking && ++calls === 2) {
-        revoking = true;
-        await revokeAgent(svc.ctx, project.id, agent.agentId, TEST_ACTOR);
-      }
-      return realTx(fn);
-    };
-    const r = await agent.upload([agent.eventBatch([taskEvent({ task_id: 'before' })]), agent.ack(crypto.randomUUID()), agent.eventBatch([taskEvent({ task_id: 'after' })])]);
-    (db as { tx: Db['tx'] }).tx = realTx;
-    expect(r.status).toBe(401);
-    expect(r.body).toMatchObject({ error: 'invalid_agent_token', detail: 'invalid agent token' });
-    expect(await count(svc.ctx.db, 'events', sql`task_id = 'before'`)).toBe(1);
-    expect(await count(svc.ctx.db, 'events', sql`task_id = 'after'`)).toBe(0);
-    expect((await agent.probe()).status).toBe(401);
-  });
-
-  test('liveness: a verified upload promotes an offline agent to online even when dispatch fails', async () => {
-    await svc.ctx.db.tx((tx) => tx.run(sql`UPDATE agents SET state = 'offline' WHERE id = ${agent.agentId}`));
-    svc.ctx.agentTransport.needsSchedulerUpgrade = () => true;
-    const r = await agent.upload([agent.eventBatch([taskEvent()])]);
-    expect(r.body.rejected).toBe(1);
-    expect((await findAgent(svc.ctx.db, agent.agentId))!.state).toBe('online');
-  });
-
-  test('status samples: at most 12 per minute per session are stored, the rest accepted and dropped', async () => {
-    const clock = manualClock();
-    agent.newSession();
-    const frames = Array.from({ length: 14 }, () => agent.agentStatus());
-    const r = await agent.upload(frames);
-    expect(r.body).toMatchObject({ accepted: 14, rejected: 0 });
-    expect(await count(svc.ctx.db, 'agent_health_samples')).toBe(12);
-    clock.advance(61_000);
-    expect((await agent.upload([agent.agentStatus()])).body.accepted).toBe(1);
-    expect(await count(svc.ctx.db, 'agent_health_samples')).toBe(13);
-  });
-
-  test('the telemetry-loss warning is logged at most once a minute per session, when the counters change', async () => {
-    const clock = manualClock();
-    agent.newSession();
-    const lines: string[] = [];
-    setLogDestination({ write: (l: string) => void lines.push(l) } as never);
-    setLogLevel('warn');
-    const loss = (n: number) => ({ telemetry_loss: { buffer_id: 'buf1', runtime_id: 'rt1', event_records: n, other_frames: 0 } });
-    try {
-      await agent.upload([agent.heartbeat(loss(0)), agent.heartbeat(loss(3)), agent.agentStatus(loss(3)), agent.heartbeat(loss(5))]);
-      clock.advance(60_000);
-      await agent.upload([agent.heartbeat(loss(5)), agent.heartbeat(loss(9))]);
-    } finally {
-      setLogLevel('silent');
-    }
-    const warnings = lines.map((l) => JSON.parse(l)).filter((l) => l.msg === 'agent reports telemetry loss');
-    // 3 warns; 5 changes within the minute (quiet); after it, 5 still differs from what was warned; 9 is quiet again.
-    expect(warnings.map((w) => w.telemetry_loss.event_records)).toEqual([3, 5]);
-    expect(warnings[0]).toMatchObject({ level: 'warn', agent_id: agent.agentId });
-  });
 });
+
+// Every upload rule holds whether the frames are decoded on the event loop or
+// in the decoding threads (large uploads go there; here every upload does).
+for (const [mode, minFrames] of [
+  ['decoded inline', Infinity],
+  ['decoded in worker threads', 1],
+] as const) {
+  describe(`uploads (${mode})`, () => {
+    beforeEach(() => {
+      svc.ctx.agentTransport.decoders.minFrames = minFrames;
+    });
+    afterEach(() => {
+      // Every test of this group has at least one upload decoded.
+      const threaded = svc.ctx.agentTransport.decoders.threaded;
+      if (minFrames === 1) expect(threaded).toBeGreaterThan(0);
+      else expect(threaded).toBe(0);
+    });
+
+    test('every accepted frame type is stored or applied and counted accepted; events project onto tasks', async () => {
+      const cmd = await issue();
+      await agent.probe();
+      const ev = taskEvent({ kind: 'task.started', task_id: 'job-1' });
+      const done = taskEvent({ kind: 'task.succeeded', task_id: 'job-1' });
+      const frames = [
+        agent.eventBatch([ev, done]),
+        agent.heartbeat({ adapter_health: { 'celery.queue_depths': JSON.stringify({ default: 7 }) } }),
+        agent.agentStatus(),
+        agent.ack(cmd.id),
+        agent.result(cmd.id, 'success', { cancelled: true }),
+        agent.sign('registry_delta', { engine: 'celery', added: [], removed: [], updated: [] }),
+        agent.sign('error', { code: 'x', message: 'y', fatal: false }),
+      ];
+      const r = await agent.upload(frames);
+      expect(r.status).toBe(200);
+      expect(r.body).toEqual({ accepted: frames.length, rejected: 0, errors: [], error_code: null });
+      expect(await count(svc.ctx.db, 'events', sql`project_id = ${project.id}`)).toBe(2);
+      const [task] = await svc.ctx.db.all<{ state: string; name: string; result: unknown }>(sql`SELECT state, name FROM tasks WHERE task_id = 'job-1'`);
+      expect(task).toMatchObject({ state: 'success', name: 'app.tasks.add' });
+      expect(await count(svc.ctx.db, 'queues', sql`name = 'default' AND pending_count = 7`)).toBe(1);
+      expect(await count(svc.ctx.db, 'agent_health_samples', sql`agent_id = ${agent.agentId}`)).toBe(1);
+      expect(await getCommand(svc.ctx.db, project.id, cmd.id)).toMatchObject({ status: 'completed', result: { cancelled: true } });
+      const row = (await findAgent(svc.ctx.db, agent.agentId))!;
+      expect(row.state).toBe('online');
+      expect(row.last_seen_at).not.toBeNull();
+    });
+
+    test('a re-sent batch (new session, same frame and event ids) is absorbed: accepted again, stored once', async () => {
+      const events = [taskEvent(), taskEvent({ kind: 'worker.online', task_id: '', data: { hostname: 'w1' } })];
+      expect((await agent.upload([agent.eventBatch(events, 'ev_0000000000aa')])).body.accepted).toBe(1);
+      agent.newSession();
+      const again = await agent.upload([agent.eventBatch(events, 'ev_0000000000aa')]);
+      expect(again.body).toMatchObject({ accepted: 1, rejected: 0 });
+      expect(await count(svc.ctx.db, 'events')).toBe(2);
+    });
+
+    test('500 frames are fine; unreadable frames and unknown types are dropped (accepted) with at most ten errors', async () => {
+      const good = Array.from({ length: 485 }, () => agent.eventBatch([taskEvent()]));
+      const junk = [...Array.from({ length: 12 }, () => 'not json'), agent.craft({ type: 'telepathy', seq: 9999 }), '[1,2]', '{"type": 5}'];
+      const r = await agent.upload([...good, ...junk]);
+      expect(r.status).toBe(200);
+      expect(r.body.accepted).toBe(500);
+      expect(r.body.rejected).toBe(0);
+      expect(r.body.errors).toHaveLength(10);
+      expect(r.body.errors[0]).toMatch(/^frame 485: frame is not valid JSON/);
+      expect(await count(svc.ctx.db, 'events')).toBe(485);
+    });
+
+    test('unknown frame type alone: accepted (dropped), nothing stored', async () => {
+      const r = await agent.upload([agent.craft({ type: 'mystery', seq: 1 })]);
+      expect(r.body).toMatchObject({ accepted: 1, rejected: 0, errors: ['frame 0: unknown frame type'] });
+    });
+
+    test('another protocol version is rejected (re-sent later); hello frames are accepted but never liveness', async () => {
+      const hello = JSON.stringify({ v: 2, id: 'hello_0123456789abcdef', ts: null, type: 'hello', payload: { protocol_version: '2' } });
+      const r = await agent.upload([agent.craft({ v: 3, seq: 1 }), hello]);
+      expect(r.body).toMatchObject({ accepted: 1, rejected: 1 });
+      expect(r.body.errors[0]).toMatch(/unsupported frame version/);
+      expect((await findAgent(svc.ctx.db, agent.agentId))!.state).toBe('unknown');
+    });
+
+    const badFrames: [string, (a: TestAgent, other: { id: string }) => string, RegExp][] = [
+      ['wrong HMAC', (a) => a.craft({ seq: 2 }, { hmac: 'ab'.repeat(32) }), /hmac signature mismatch/],
+      ['replayed nonce', (a) => a.craft({ seq: 2, nonce: 'nonce-used-twice-xxxxx' }), /nonce replayed/],
+      ['stale ts', (a) => a.craft({ seq: 2, ts: formatFrameTimestamp(nowMicros() - 61_000_000) }), /skew window/],
+      ['seq going back', (a) => a.craft({ seq: 1 }), /seq not greater/],
+      ['frame bound to another project', (a, other) => a.craft({ seq: 2 }, { binding: { ...a.binding, projectId: other.id } }), /hmac signature mismatch/],
+      ['frame signed for another session', (a) => a.craft({ seq: 2 }, { binding: { ...a.binding, sessionId: 'someone-else' } }), /hmac signature mismatch/],
+    ];
+    for (const [name, make, message] of badFrames) {
+      test(`${name}: that frame and all later ones are rejected, the session invalidated (409); earlier frames are kept`, async () => {
+        const other = await insertProject(svc.ctx.db);
+        await agent.probe();
+        const kept = taskEvent({ task_id: `kept-${name}` });
+        const first = agent.craft({ seq: 1, nonce: 'nonce-used-twice-xxxxx', type: 'event_batch', payload: { events: [kept] } });
+        const later = agent.craft({ seq: 5, type: 'event_batch', payload: { events: [taskEvent()] } });
+        const r = await agent.upload([first, make(agent, other), later]);
+        expect(r.status).toBe(409);
+        expect(r.body).toMatchObject({ error: 'session_invalidated', details: { accepted: 1, rejected: 2 } });
+        expect(r.body.details.errors[0]).toMatch(message);
+        expect(await count(svc.ctx.db, 'events')).toBe(1);
+        expect(await count(svc.ctx.db, 'tasks', sql`task_id = ${`kept-${name}`}`)).toBe(1);
+      });
+    }
+
+    test('an invalidated session answers 409 on every route and nonce until a probe under a fresh nonce', async () => {
+      const stale = agent.nonce;
+      expect((await agent.upload([agent.craft({ seq: 1 }, { hmac: '00'.repeat(32) })])).status).toBe(409);
+      expect((await agent.upload([agent.heartbeat()])).status).toBe(409);
+      expect((await agent.poll({ wait: 0 })).status).toBe(409);
+      expect((await agent.probe()).status).toBe(409); // the same (invalidated) nonce
+      agent.newSession();
+      expect((await agent.upload([agent.heartbeat()])).status).toBe(409); // a fresh nonce, but not a probe
+      expect((await agent.probe()).status).toBe(200);
+      expect((await agent.upload([agent.heartbeat()])).body).toMatchObject({ accepted: 1 });
+      agent.newSession(stale);
+      expect((await agent.probe()).status).toBe(200); // markers are retired; the old nonce starts afresh
+    });
+
+    test('scheduler_upgrade_required: the frame is rejected and the code reported', async () => {
+      svc.ctx.agentTransport.needsSchedulerUpgrade = (records) => records.some((r) => r.kind === 'schedule.snapshot');
+      const snapshot = taskEvent({ kind: 'schedule.snapshot', task_id: '', engine: 'celery-beat', data: { scheduler: 'celery-beat', schedules: [] } });
+      const r = await agent.upload([agent.eventBatch([taskEvent()]), agent.eventBatch([snapshot])]);
+      expect(r.status).toBe(200);
+      expect(r.body).toMatchObject({ accepted: 1, rejected: 1, error_code: 'scheduler_upgrade_required' });
+    });
+
+    test('a token revoked mid-batch ends the batch with 401; frames stored before it stay', async () => {
+      const db = svc.ctx.db;
+      const realTx = db.tx.bind(db);
+      let calls = 0;
+      let revoking = false;
+      // Revoke right before the batch's second transaction (the command_ack between the two batches).
+      (db as { tx: Db['tx'] }).tx = async <T>(fn: (tx: Tx) => Promise<T>): Promise<T> => {
+        if (!revoking && ++calls === 2) {
+          revoking = true;
+          await revokeAgent(svc.ctx, project.id, agent.agentId, TEST_ACTOR);
+        }
+        return realTx(fn);
+      };
+      const r = await agent.upload([agent.eventBatch([taskEvent({ task_id: 'before' })]), agent.ack(crypto.randomUUID()), agent.eventBatch([taskEvent({ task_id: 'after' })])]);
+      (db as { tx: Db['tx'] }).tx = realTx;
+      expect(r.status).toBe(401);
+      expect(r.body).toMatchObject({ error: 'invalid_agent_token', detail: 'invalid agent token' });
+      expect(await count(svc.ctx.db, 'events', sql`task_id = 'before'`)).toBe(1);
+      expect(await count(svc.ctx.db, 'events', sql`task_id = 'after'`)).toBe(0);
+      expect((await agent.probe()).status).toBe(401);
+    });
+
+    test('liveness: a verified upload promotes an offline agent to online even when dispatch fails', async () => {
+      await svc.ctx.db.tx((tx) => tx.run(sql`UPDATE agents SET state = 'offline' WHERE id = ${agent.agentId}`));
+      svc.ctx.agentTransport.needsSchedulerUpgrade = () => true;
+      const r = await agent.upload([agent.eventBatch([taskEvent()])]);
+      expect(r.body.rejected).toBe(1);
+      expect((await findAgent(svc.ctx.db, agent.agentId))!.state).toBe('online');
+    });
+
+    test('status samples: at most 12 per minute per session are stored, the rest accepted and dropped', async () => {
+      const clock = manualClock();
+      agent.newSession();
+      const frames = Array.from({ length: 14 }, () => agent.agentStatus());
+      const r = await agent.upload(frames);
+      expect(r.body).toMatchObject({ accepted: 14, rejected: 0 });
+      expect(await count(svc.ctx.db, 'agent_health_samples')).toBe(12);
+      clock.advance(61_000);
+      expect((await agent.upload([agent.agentStatus()])).body.accepted).toBe(1);
+      expect(await count(svc.ctx.db, 'agent_health_samples')).toBe(13);
+    });
+
+    test('the telemetry-loss warning is logged at most once a minute per session, when the counters change', async () => {
+      const clock = manualClock();
+      agent.newSession();
+      const lines: string[] = [];
+      setLogDestination({ write: (l: string) => void lines.push(l) } as never);
+      setLogLevel('warn');
+      const loss = (n: number) => ({ telemetry_loss: { buffer_id: 'buf1', runtime_id: 'rt1', event_records: n, other_frames: 0 } });
+      try {
+        await agent.upload([agent.heartbeat(loss(0)), agent.heartbeat(loss(3)), agent.agentStatus(loss(3)), agent.heartbeat(loss(5))]);
+        clock.advance(60_000);
+        await agent.upload([agent.heartbeat(loss(5)), agent.heartbeat(loss(9))]);
+      } finally {
+        setLogLevel('silent');
+      }
+      const warnings = lines.map((l) => JSON.parse(l)).filter((l) => l.msg === 'agent reports telemetry loss');
+      // 3 warns; 5 changes within the minute (quiet); after it, 5 still differs from what was warned; 9 is quiet again.
+      expect(warnings.map((w) => w.telemetry_loss.event_records)).toEqual([3, 5]);
+      expect(warnings[0]).toMatchObject({ level: 'warn', agent_id: agent.agentId });
+    });
+  });
+}
 
 describe('status samples switched off', () => {
   test('SVC_AGENT_STATUS_DISABLED: agent_status frames are accepted and not stored', async () => {

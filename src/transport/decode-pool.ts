@@ -1,0 +1,174 @@
+// Frame decoding off the event loop. Decoding a frame (JSON, canonical form,
+// HMAC, event records) depends on the frame alone and is most of the CPU an
+// upload of 500 event frames costs; done in worker threads, the event loop
+// keeps to HTTP, the replay guard and storage, and a second core does the rest.
+// Small uploads decode inline (a thread hop costs more than it saves). The
+// frames of one session always go to the same worker, which answers in order.
+import { availableParallelism } from 'node:os';
+import type { ReadEvents } from '../ingest/events.ts';
+import { logger } from '../lib/log.ts';
+import { workerEntry } from '../lib/workers.ts';
+import { FrameError, type FrameErrorKind } from './errors.ts';
+import type { FrameBinding } from './frames.ts';
+import type { PlainObject } from './json-convert.ts';
+import type { DecodedFrame, DecodedSignedFrame, FrameVerifier } from './verifier.ts';
+
+const log = logger('agent.decode');
+
+export interface DecodeRequest {
+  id: number;
+  secret: Uint8Array;
+  binding: FrameBinding;
+  texts: string[];
+  now: number;
+}
+
+export type DecodeResult = DecodedFrame | { kind: 'refused'; error: FrameErrorKind; message: string };
+
+/** The results as they cross threads: see toWire. */
+export type DecodeReply = { id: number; wire: string; cloned: DecodeResult[] } | { id: number; crash: string };
+
+/** What decodeAll gives per frame: the decoded frame, or why it was refused. */
+export type Decoded = DecodedFrame | FrameError;
+
+/** One worker per spare core, at most four; none on a single core. */
+export const defaultDecodeThreads = (): number => Math.max(0, Math.min(4, availableParallelism() - 1));
+
+/** Bun's workers can be unref'd (the DOM typing, in scope here, does not say so). */
+type Thread = Worker & Pick<Bun.Worker, 'ref' | 'unref'>;
+
+export class DecodePool {
+  /** Uploads with fewer frames decode inline (tests lower it to send every upload through the pool). */
+  minFrames = 32;
+  /** Uploads decoded in a thread so far. */
+  threaded = 0;
+  private workers: Thread[] | null = null;
+  /** Closed, or a thread failed: decode inline from now on. */
+  private stopped = false;
+  private nextId = 0;
+  private inFlight = 0;
+  private readonly pending = new Map<number, { resolve: (r: DecodeResult[]) => void; reject: (e: Error) => void }>();
+
+  constructor(private readonly size: number) {}
+
+  /** Decodes `texts` with `verifier`'s key and binding, in order. */
+  async decodeAll(verifier: FrameVerifier, texts: string[], session: string, now: number): Promise<Decoded[]> {
+    const pool = texts.length >= this.minFrames ? this.threads() : null;
+    if (pool) {
+      const results = await this.post(pool[affinity(session, pool.length)]!, { secret: verifier.secret, binding: verifier.binding, texts, now }).catch(
+        (e: unknown) => (e instanceof PoolFailed ? null : Promise.reject(e)),
+      );
+      if (results) {
+        this.threaded++;
+        return results.map((r) => (r.kind === 'refused' ? new FrameError(r.error, r.message) : r));
+      }
+    }
+    return texts.map((text) => {
+      try {
+        return verifier.decode(text, now);
+      } catch (e) {
+        if (e instanceof FrameError) return e;
+        throw e;
+      }
+    });
+  }
+
+  close(): void {
+    this.stopped = true;
+    for (const w of this.workers ?? []) w.terminate();
+    this.workers = null;
+    this.fail(new PoolFailed('the decoding pool closed'));
+  }
+
+  private threads(): Thread[] | null {
+    if (this.stopped || this.size === 0) return null;
+    if (!this.workers) {
+      this.workers = Array.from({ length: this.size }, () => {
+        const worker = new Worker(workerEntry('transport/decode-worker')) as Thread;
+        worker.onmessage = (event: MessageEvent<DecodeReply>) => {
+          const reply = event.data;
+          const waiting = this.pending.get(reply.id);
+          if (!waiting) return;
+          this.pending.delete(reply.id);
+          this.settled();
+          if ('crash' in reply) waiting.reject(new Error(`frame decoding failed: ${reply.crash}`));
+          else waiting.resolve(fromWire(reply.wire, reply.cloned));
+        };
+        worker.onerror = (event) => {
+          // From here on every upload decodes inline; those in flight too.
+          log.error({ err: event.message }, 'a frame decoding thread failed; decoding inline from now on');
+          this.stopped = true;
+          for (const w of this.workers ?? []) w.terminate();
+          this.workers = null;
+          this.fail(new PoolFailed(event.message));
+        };
+        worker.unref();
+        return worker;
+      });
+    }
+    return this.workers;
+  }
+
+  private post(worker: Thread, job: Omit<DecodeRequest, 'id'>): Promise<DecodeResult[]> {
+    const id = ++this.nextId;
+    // An idle pool never keeps the process alive; a busy one does.
+    if (this.inFlight++ === 0) for (const w of this.workers ?? []) w.ref();
+    return new Promise((resolve, reject) => {
+      this.pending.set(id, { resolve, reject });
+      worker.postMessage({ id, ...job } satisfies DecodeRequest);
+    });
+  }
+
+  private settled(): void {
+    if (--this.inFlight === 0) for (const w of this.workers ?? []) w.unref();
+  }
+
+  private fail(error: PoolFailed): void {
+    for (const waiting of this.pending.values()) waiting.reject(error);
+    this.pending.clear();
+    this.inFlight = 0;
+  }
+}
+
+class PoolFailed extends Error {}
+
+// Structured clone is slow for many small objects (about 8 µs a frame both
+// ways, measured); JSON text crosses at a fraction of that. A signed frame
+// whose stamp has an integer seq and whose data JSON can carry (event records
+// are JSON data already: storableObject) goes as
+// [type, id, seq as decimal text, nonce, ts, payload, batch (or -1: none)];
+// anything else (refusals, handshakes, big integers) as 0, with the result
+// itself in `cloned`, in order.
+export function toWire(results: DecodeResult[]): { wire: string; cloned: DecodeResult[] } {
+  const cloned: DecodeResult[] = [];
+  const parts = results.map((r) => {
+    if (r.kind === 'decoded' && typeof r.stamp.seq === 'bigint') {
+      try {
+        return JSON.stringify([r.type, r.id, r.stamp.seq.toString(), r.stamp.nonce, r.stamp.ts, r.payload, r.batch === undefined ? -1 : r.batch]);
+      } catch {
+        // a bigint in the data: cloned below
+      }
+    }
+    cloned.push(r);
+    return '0';
+  });
+  return { wire: `[${parts.join(',')}]`, cloned };
+}
+
+type WireFrame = [DecodedSignedFrame['type'], string | null, string, unknown, unknown, PlainObject, ReadEvents | null | -1];
+
+export function fromWire(wire: string, cloned: DecodeResult[]): DecodeResult[] {
+  let next = 0;
+  return (JSON.parse(wire) as (WireFrame | 0)[]).map((e) =>
+    e === 0
+      ? cloned[next++]!
+      : { kind: 'decoded', type: e[0], id: e[1], stamp: { seq: BigInt(e[2]), nonce: e[3], ts: e[4] }, payload: e[5], batch: e[6] === -1 ? undefined : e[6] },
+  );
+}
+
+/** A stable worker index for a session, so its uploads are decoded in arrival order. */
+function affinity(session: string, n: number): number {
+  let h = 0;
+  for (let i = 0; i < session.length; i++) h = (h * 31 + session.charCodeAt(i)) | 0;
+  return Math.abs(h) % n;
+}

@@ -1,0 +1,110 @@
+// Frame decoding in worker threads gives what decoding inline gives: the same
+// decoded frames (big integers, refusals, handshakes and event records
+// included), admitted by the same replay guard with the same answers.
+import { afterEach, beforeEach, describe, expect, test } from 'bun:test';
+import { resetClock, setClock, nowMicros } from '../../src/lib/clock.ts';
+import { DecodePool, fromWire, toWire, type Decoded } from '../../src/transport/decode-pool.ts';
+import { FrameError } from '../../src/transport/errors.ts';
+import { FrameVerifier } from '../../src/transport/verifier.ts';
+import { agentFrame, BINDING, newClock, SECRET } from './transport-fixtures.ts';
+
+beforeEach(() => setClock(newClock()));
+afterEach(() => resetClock());
+
+const event = (taskId: string) => ({
+  id: '5f0c6c1e-9a57-4f7e-8d43-1c2b3a4d5e6f',
+  kind: 'task.succeeded',
+  engine: 'celery',
+  task_id: taskId,
+  occurred_at: '2026-05-01T12:00:00.000000+00:00',
+  data: { task_name: 'app.add', result: 3, big: 2n ** 70n, text: 'caf\u00e9 \u2028', nested: { list: [1, 2.5, null, true] } },
+});
+
+/** A mix of everything an upload can hold. */
+function upload(): string[] {
+  return [
+    agentFrame({ type: 'event_batch', id: 'ev_1', seq: 1, payload: { events: [event('t-1'), event('t-2'), { kind: 'task.sent' }] } }),
+    agentFrame({ seq: 2, payload: { buffer_size: 2n ** 64n, adapter_health: {} } }), // a big integer in the payload
+    agentFrame({ type: 'event_batch', id: 'ev_3', seq: 3, payload: { events: 'not a list' } }),
+    'not json',
+    JSON.stringify({ v: 2, id: 'hello_0123456789abcdef', ts: null, type: 'hello', payload: { protocol_version: '2' } }),
+    agentFrame({ seq: 4 }, { hmac: 'ab'.repeat(32) }),
+    agentFrame({ seq: '5' }), // a seq the replay guard refuses
+    agentFrame({ type: 'event_batch', id: 'ev_6', seq: 6, payload: { events: [event('t-6')], note: 'kept' } }),
+  ];
+}
+
+/** Admits each decoded frame in order with a fresh guard; refusals become their messages. */
+function admitAll(decoded: Decoded[]): unknown[] {
+  const verifier = new FrameVerifier(SECRET, BINDING);
+  return decoded.map((d) => {
+    try {
+      if (d instanceof FrameError) throw d;
+      return verifier.admit(d);
+    } catch (e) {
+      if (e instanceof FrameError) return `${e.kind}: ${e.message}`;
+      throw e;
+    }
+  });
+}
+
+describe('the thread wire', () => {
+  test('toWire then fromWire gives the decoded frames back exactly', () => {
+    const verifier = new FrameVerifier(SECRET, BINDING);
+    const now = nowMicros();
+    const results = upload().map((text) => {
+      try {
+        return verifier.decode(text, now);
+      } catch (e) {
+        const error = e as FrameError;
+        return { kind: 'refused' as const, error: error.kind, message: error.message };
+      }
+    });
+    const { wire, cloned } = toWire(results);
+    // Only what JSON cannot carry as is goes by structured clone: the big-integer
+    // heartbeat, the refusals, the handshake and the string seq.
+    expect(cloned.map((r) => r.kind)).toEqual(['decoded', 'refused', 'handshake', 'refused', 'decoded']);
+    expect(fromWire(wire, structuredClone(cloned))).toEqual(results);
+  });
+});
+
+describe('the pool', () => {
+  test('decodes an upload in a thread exactly as inline, and the guard answers the same', async () => {
+    const pool = new DecodePool(1);
+    pool.minFrames = 1;
+    const texts = upload();
+    const verifier = new FrameVerifier(SECRET, BINDING);
+    const now = nowMicros();
+    const inThread = await pool.decodeAll(verifier, texts, 'session-a', now);
+    expect(pool.threaded).toBe(1);
+    pool.minFrames = Infinity;
+    const inline = await pool.decodeAll(verifier, texts, 'session-a', now);
+    expect(pool.threaded).toBe(1);
+    expect(inThread).toEqual(inline);
+    const admitted = admitAll(inThread);
+    expect(admitted).toEqual(admitAll(inline));
+    // Spot checks of what the router gets.
+    expect(admitted[0]).toMatchObject({ kind: 'signed', type: 'event_batch', seq: 1n, payload: {}, batch: { dropped: 1 } });
+    expect((admitted[0] as { batch: { records: { taskId: string; data: unknown }[] } }).batch.records.map((r) => r.taskId)).toEqual(['t-1', 't-2']);
+    expect((admitted[0] as { batch: { records: { data: { big: unknown } }[] } }).batch.records[0]!.data.big).toBe('1180591620717411303424');
+    expect(admitted[1]).toMatchObject({ type: 'heartbeat', payload: { buffer_size: 2n ** 64n } });
+    expect(admitted[2]).toMatchObject({ type: 'event_batch', batch: null });
+    expect(admitted[3]).toMatch(/^malformed: frame is not valid JSON/);
+    expect(admitted[4]).toMatchObject({ kind: 'handshake', type: 'hello' });
+    expect(admitted[5]).toBe('signature: hmac signature mismatch');
+    expect(admitted[6]).toBe('replay: frame envelope missing valid seq');
+    expect(admitted[7]).toMatchObject({ seq: 6n, payload: { note: 'kept' }, batch: { records: [{ taskId: 't-6' }] } });
+    pool.close();
+  });
+
+  test('a closed pool (or one whose thread failed) decodes inline', async () => {
+    const pool = new DecodePool(1);
+    pool.minFrames = 1;
+    pool.close();
+    const texts = upload();
+    const verifier = new FrameVerifier(SECRET, BINDING);
+    const decoded = await pool.decodeAll(verifier, texts, 'session-b', nowMicros());
+    expect(pool.threaded).toBe(0);
+    expect(admitAll(decoded)[7]).toMatchObject({ seq: 6n, batch: { records: [{ taskId: 't-6' }] } });
+  });
+});
