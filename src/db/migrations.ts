@@ -10,6 +10,8 @@ import f0004s from '../../migrations/sqlite/0004_agents.sql' with { type: 'text'
 import f0004p from '../../migrations/postgres/0004_agents.sql' with { type: 'text' };
 import f0005s from '../../migrations/sqlite/0005_task_listing.sql' with { type: 'text' };
 import f0005p from '../../migrations/postgres/0005_task_listing.sql' with { type: 'text' };
+import f0006s from '../../migrations/sqlite/0006_drop_unused_task_index.sql' with { type: 'text' };
+import f0006p from '../../migrations/postgres/0006_drop_unused_task_index.sql' with { type: 'text' };
 
 export interface MigrationSource {
   revision: string;
@@ -24,4 +26,5 @@ export const MIGRATIONS: MigrationSource[] = [
   { revision: '0003', name: 'identity', sqlite: f0003s, postgres: f0003p },
   { revision: '0004', name: 'agents', sqlite: f0004s, postgres: f0004p },
   { revision: '0005', name: 'task_listing', sqlite: f0005s, postgres: f0005p },
+  { revision: '0006', name: 'drop_unused_task_index', sqlite: f0006s, postgres: f0006p },
 ];

@@ -5,6 +5,7 @@
 import type { Executor } from '../db/connect.ts';
 import type { EventRecord } from '../ingest/events.ts';
 import { notFound, validationFailed } from '../http/errors.ts';
+import { newTimeOrderedId } from '../lib/ids.ts';
 import { isPlaceholderName, LATEST_WINS, queuesOf, taskOf, tasksPage, upsertQueues, upsertTasks, upsertWorkers, workersOf, type QueueRow, type TaskFilter, type TaskRow, type WorkerRow } from './store.ts';
 import type { TaskState } from './tables.ts';
 
@@ -33,7 +34,7 @@ function taskRowOf(projectId: string, e: EventRecord, state: TaskState, now: str
   const at = e.occurredAt;
   const tags = Array.isArray(d.tags) ? d.tags.filter((x): x is string => typeof x === 'string').slice(0, 64) : [];
   return {
-    id: crypto.randomUUID(),
+    id: newTimeOrderedId(),
     project_id: projectId,
     engine: e.engine,
     task_id: e.taskId,
