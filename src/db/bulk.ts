@@ -29,12 +29,23 @@ const PG_CHUNK = 2000;
 
 /** A cell as bound: JSON as text, booleans as 0/1 (SQLite), NUL removed
  * from text (PostgreSQL refuses it; both dialects store the same). */
-function cell(spec: BulkWrite, column: string, value: unknown): string | number | null {
+function cell(isJson: boolean, value: unknown): string | number | null {
   if (value === undefined || value === null) return null;
-  if (spec.json.has(column)) return JSON.stringify(value);
+  if (isJson) return JSON.stringify(value);
   if (typeof value === 'boolean') return value ? 1 : 0;
   if (typeof value === 'string') return value.includes('\u0000') ? value.replaceAll('\u0000', '\ufffd') : value;
   return value as number;
+}
+
+/** The cells of one row in column order; which columns hold JSON is looked up
+ * once per spec, not once per cell (hundreds of rows per call). */
+const jsonFlags = new WeakMap<BulkWrite, boolean[]>();
+function cellsOf(spec: BulkWrite, row: Record<string, unknown>): (string | number | null)[] {
+  let flags = jsonFlags.get(spec);
+  if (!flags) jsonFlags.set(spec, (flags = spec.columns.map((c) => spec.json.has(c))));
+  const out = new Array<string | number | null>(flags.length);
+  for (let i = 0; i < flags.length; i++) out[i] = cell(flags[i]!, row[spec.columns[i]!]);
+  return out;
 }
 
 /** A PostgreSQL array literal of text (bound as one parameter, never spliced into SQL). */
@@ -54,7 +65,7 @@ export async function bulkWrite(ex: Executor, spec: BulkWrite, rows: readonly Re
     const marks = spec.columns.map(() => '?').join(', ');
     const statement = sqliteClient(ex).query(`INSERT INTO ${spec.table} (${columns}) VALUES (${marks}) ${spec.conflict}`);
     for (const row of rows) {
-      const { changes } = statement.run(...(spec.columns.map((c) => cell(spec, c, row[c])) as never[]));
+      const { changes } = statement.run(...(cellsOf(spec, row) as never[]));
       if (spec.report && changes > 0) out.push(row[spec.report]);
     }
     return out;
@@ -67,7 +78,7 @@ export async function bulkWrite(ex: Executor, spec: BulkWrite, rows: readonly Re
   const tail = sql.raw(`) AS u(${columns}) ${spec.conflict}${spec.report ? ` RETURNING ${spec.report}` : ''}`);
   for (let i = 0; i < rows.length; i += PG_CHUNK) {
     const part = rows.slice(i, i + PG_CHUNK);
-    const arrays = spec.columns.map((c) => sql`${arrayLiteral(part.map((row) => cell(spec, c, row[c])))}::text[]`);
+    const arrays = spec.columns.map((c) => sql`${arrayLiteral(part.map((row) => cell(spec.json.has(c), row[c])))}::text[]`);
     const query = sql`${head}${sql.join(arrays, sql`, `)}${tail}`;
     if (spec.report) out.push(...(await ex.all<Record<string, unknown>>(query)).map((r) => r[spec.report!]));
     else await ex.run(query);

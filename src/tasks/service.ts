@@ -145,7 +145,8 @@ export async function projectEvents(ex: Executor, projectId: string, records: Ev
       const depth = e.kind === 'queue.depth_report' ? (int(e.data.depth) ?? int(e.data.pending_count)) : null;
       const key = `${e.engine}\u0000${queue}`;
       const prev = queueRows.get(key);
-      queueRows.set(key, queueRow(projectId, e.engine, queue, now, depth ?? prev?.pending_count ?? null));
+      if (!prev) queueRows.set(key, queueRow(projectId, e.engine, queue, now, depth));
+      else if (depth !== null) prev.pending_count = depth;
     }
     if (e.kind === 'worker.online' || e.kind === 'worker.offline' || e.kind === 'worker.heartbeat') {
       const name = str(e.data.hostname, 200) ?? str(e.data.worker_name, 200) ?? str(e.data.worker, 200);

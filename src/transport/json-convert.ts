@@ -47,11 +47,12 @@ export function toJsonValue(input: JsonInput, depth = 0): JsonValue {
 export type PlainJson = null | boolean | string | number | bigint | PlainJson[] | PlainObject;
 export type PlainObject = { [key: string]: PlainJson };
 
+const MAX_SAFE = BigInt(Number.MAX_SAFE_INTEGER);
+const MIN_SAFE = BigInt(Number.MIN_SAFE_INTEGER);
+
 export function toPlainJson(v: JsonValue): PlainJson {
   if (v === null || typeof v === 'boolean' || typeof v === 'string') return v;
-  if (typeof v === 'bigint') {
-    return v <= BigInt(Number.MAX_SAFE_INTEGER) && v >= BigInt(Number.MIN_SAFE_INTEGER) ? Number(v) : v;
-  }
+  if (typeof v === 'bigint') return v <= MAX_SAFE && v >= MIN_SAFE ? Number(v) : v;
   if (v instanceof JsonFloat) return v.value;
   if (Array.isArray(v)) return v.map(toPlainJson);
   return toPlainObject(v);
