@@ -136,7 +136,7 @@ class PoolFailed extends Error {}
 // ways, measured); JSON text crosses at a fraction of that. A signed frame
 // whose stamp has an integer seq and whose data JSON can carry (event records
 // are JSON data already: storableObject) goes as
-// [type, id, seq as decimal text, nonce, ts, payload, batch (or -1: none)];
+// [type, id, seq as decimal text, nonce, ts, ts parsed, payload, batch (or -1: none)];
 // anything else (refusals, handshakes, big integers) as 0, with the result
 // itself in `cloned`, in order.
 export function toWire(results: DecodeResult[]): { wire: string; cloned: DecodeResult[] } {
@@ -144,7 +144,8 @@ export function toWire(results: DecodeResult[]): { wire: string; cloned: DecodeR
   const parts = results.map((r) => {
     if (r.kind === 'decoded' && typeof r.stamp.seq === 'bigint') {
       try {
-        return JSON.stringify([r.type, r.id, r.stamp.seq.toString(), r.stamp.nonce, r.stamp.ts, r.payload, r.batch === undefined ? -1 : r.batch]);
+        const { seq, nonce, ts, tsMicros } = r.stamp;
+        return JSON.stringify([r.type, r.id, seq.toString(), nonce, ts, tsMicros ?? null, r.payload, r.batch === undefined ? -1 : r.batch]);
       } catch {
         // a bigint in the data: cloned below
       }
@@ -155,14 +156,21 @@ export function toWire(results: DecodeResult[]): { wire: string; cloned: DecodeR
   return { wire: `[${parts.join(',')}]`, cloned };
 }
 
-type WireFrame = [DecodedSignedFrame['type'], string | null, string, unknown, unknown, PlainObject, ReadEvents | null | -1];
+type WireFrame = [DecodedSignedFrame['type'], string | null, string, unknown, unknown, number | null, PlainObject, ReadEvents | null | -1];
 
 export function fromWire(wire: string, cloned: DecodeResult[]): DecodeResult[] {
   let next = 0;
   return (JSON.parse(wire) as (WireFrame | 0)[]).map((e) =>
     e === 0
       ? cloned[next++]!
-      : { kind: 'decoded', type: e[0], id: e[1], stamp: { seq: BigInt(e[2]), nonce: e[3], ts: e[4] }, payload: e[5], batch: e[6] === -1 ? undefined : e[6] },
+      : {
+          kind: 'decoded',
+          type: e[0],
+          id: e[1],
+          stamp: { seq: BigInt(e[2]), nonce: e[3], ts: e[4], tsMicros: e[5] },
+          payload: e[6],
+          batch: e[7] === -1 ? undefined : e[7],
+        },
   );
 }
 

@@ -18,6 +18,8 @@ export interface FrameStamp {
   seq?: unknown;
   nonce?: unknown;
   ts?: unknown;
+  /** parseFrameTimestamp(ts) when ts is a string, if the caller parsed it already (decoding threads do). */
+  tsMicros?: number | null;
 }
 
 export interface AcceptedStamp {
@@ -51,7 +53,7 @@ export class ReplayGuard {
     if (typeof nonce !== 'string' || nonce === '') throw new FrameError('replay', 'frame envelope missing nonce');
     if (ts === undefined || ts === null) throw new FrameError('replay', 'frame envelope missing ts');
     if (typeof ts !== 'string') throw new FrameError('replay', 'frame ts must be an ISO 8601 string');
-    const tsMicros = parseFrameTimestamp(ts);
+    const tsMicros = stamp.tsMicros !== undefined ? stamp.tsMicros : parseFrameTimestamp(ts);
     if (tsMicros === null) throw new FrameError('replay', 'frame ts is not an ISO 8601 timestamp with an offset');
     const now = nowMicros();
     if (Math.abs(now - tsMicros) > MAX_FRAME_TS_SKEW_SECONDS * 1_000_000) {

@@ -24,6 +24,7 @@ import { toPlainJson, toPlainObject, type PlainJson, type PlainObject } from './
 import { isJsonObject, JsonError, parseJson, type JsonObject, type JsonValue } from './json.ts';
 import { ReplayGuard, type FrameStamp } from './replay.ts';
 import { isValidTelemetryLoss } from './telemetry.ts';
+import { parseFrameTimestamp } from './timestamp.ts';
 
 export interface VerifiedSignedFrame {
   kind: 'signed';
@@ -147,7 +148,8 @@ export class FrameVerifier {
     }
 
     const id = stringOrNull(frame.id);
-    const stamp: FrameStamp = { seq: frame.seq, nonce: frame.nonce, ts: frame.ts };
+    const ts = frame.ts;
+    const stamp: FrameStamp = { seq: frame.seq, nonce: frame.nonce, ts, tsMicros: typeof ts === 'string' ? parseFrameTimestamp(ts) : null };
     const plain = payload === null ? {} : toPlainObject(payload);
     if (type !== 'event_batch') return { kind: 'decoded', type, id, stamp, payload: plain };
     const { events, ...rest } = plain;
