@@ -20,7 +20,7 @@ export function uuidV5(namespace: string, name: string): string {
   const hash = createHash('sha1').update(ns).update(name, 'utf8').digest();
   hash[6] = (hash[6]! & 0x0f) | 0x50;
   hash[8] = (hash[8]! & 0x3f) | 0x80;
-  return formatUuid(hash.subarray(0, 16).toString('hex'));
+  return formatUuid(hash.toString('hex', 0, 16));
 }
 
 /** The canonical form of an agent-minted event id when it is a usable v4 or v7

@@ -50,6 +50,8 @@ const NUMBER_RE = /-?(?:0|[1-9][0-9]*)(\.[0-9]+)?([eE][-+]?[0-9]+)?/y;
 const HEX4_RE = /^[0-9a-fA-F]{4}$/;
 const SHORT_ESCAPES: Record<string, string> = { '"': '"', '\\': '\\', '/': '/', b: '\b', f: '\f', n: '\n', r: '\r', t: '\t' };
 
+const isDigit = (c: number): boolean => c >= 0x30 && c <= 0x39;
+
 class Parser {
   pos = 0;
   constructor(private readonly text: string) {}
@@ -62,6 +64,7 @@ class Parser {
   ws(): void {
     const t = this.text;
     let i = this.pos;
+    if (t.charCodeAt(i) > 0x20) return; // compact JSON: nothing to skip
     for (;;) {
       const c = t.charCodeAt(i);
       if (c === 0x20 || c === 0x09 || c === 0x0a || c === 0x0d) i++;
@@ -92,6 +95,21 @@ class Parser {
   }
 
   number(): bigint | JsonFloat {
+    // Integers of up to 15 digits (nearly every number in a frame) without the regex.
+    const t = this.text;
+    let i = this.pos;
+    if (t.charCodeAt(i) === 0x2d) i++;
+    const first = t.charCodeAt(i);
+    if (first >= 0x30 && first <= 0x39) {
+      let end = i + 1;
+      if (first !== 0x30) while (end - i < 16 && isDigit(t.charCodeAt(end))) end++;
+      const next = t.charCodeAt(end);
+      if (end - i < 16 && next !== 0x2e && next !== 0x65 && next !== 0x45 && !isDigit(next)) {
+        const lexeme = t.slice(this.pos, end);
+        this.pos = end;
+        return BigInt(lexeme);
+      }
+    }
     NUMBER_RE.lastIndex = this.pos;
     const m = NUMBER_RE.exec(this.text);
     if (!m) this.fail('expecting a value');
@@ -268,6 +286,20 @@ function quote(s: string): string {
   return JSON.stringify(s);
 }
 
+/** Insertion sort by UTF-16 units: for the few keys of most objects, faster
+ * than Array.prototype.sort (for plain ASCII keys that is code point order). */
+function sortFew(keys: string[]): void {
+  for (let i = 1; i < keys.length; i++) {
+    const k = keys[i]!;
+    let j = i - 1;
+    while (j >= 0 && keys[j]! > k) {
+      keys[j + 1] = keys[j]!;
+      j--;
+    }
+    keys[j + 1] = k;
+  }
+}
+
 // Built by concatenation (JSC joins string ropes cheaply); plain ASCII keys,
 // the usual case, are quoted without escaping and sorted by the default
 // comparison, which orders them by code point already.
@@ -293,8 +325,9 @@ function write(v: JsonValue, sortKeys: boolean, depth: number): string {
   let plainKeys = true;
   for (let i = 0; i < keys.length && plainKeys; i++) plainKeys = isPlainJsonText(keys[i]!);
   if (sortKeys) {
-    if (plainKeys) keys.sort();
-    else keys.sort(compareCodePoints);
+    if (!plainKeys) keys.sort(compareCodePoints);
+    else if (keys.length > 16) keys.sort();
+    else sortFew(keys);
   }
   let out = '{';
   for (let i = 0; i < keys.length; i++) {
