@@ -1,6 +1,5 @@
 // Content-derived event ids (agent-protocol.md §3.4.3), so the same lifecycle
 // event reported twice, by a re-sent batch or by a second agent, is stored once.
-import { createHash } from 'node:crypto';
 
 /** Namespace of the z4j brain's event ids (a fact of the protocol, kept for parity). */
 export const EVENT_ID_NAMESPACE = 'c4d2c84e-2f0a-4b6c-9c5b-1d6f9a1e7c2a';
@@ -11,13 +10,16 @@ function formatUuid(hex: string): string {
   return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-${hex.slice(12, 16)}-${hex.slice(16, 20)}-${hex.slice(20, 32)}`;
 }
 
-const namespaceBytes = new Map<string, Buffer>();
+// Per namespace, a SHA-1 state with the namespace already fed in, copied for
+// each id (Bun's native hasher; made on first use, so importing this module
+// needs no Bun API).
+const namespaced = new Map<string, Bun.CryptoHasher>();
 
 /** RFC 4122 name-based UUID (SHA-1, version 5). */
 export function uuidV5(namespace: string, name: string): string {
-  let ns = namespaceBytes.get(namespace);
-  if (!ns) namespaceBytes.set(namespace, (ns = Buffer.from(hexOf(namespace), 'hex')));
-  const hash = createHash('sha1').update(ns).update(name, 'utf8').digest();
+  let base = namespaced.get(namespace);
+  if (!base) namespaced.set(namespace, (base = new Bun.CryptoHasher('sha1').update(Buffer.from(hexOf(namespace), 'hex'))));
+  const hash = base.copy().update(name).digest() as Buffer;
   hash[6] = (hash[6]! & 0x0f) | 0x50;
   hash[8] = (hash[8]! & 0x3f) | 0x80;
   return formatUuid(hash.toString('hex', 0, 16));

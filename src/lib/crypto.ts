@@ -13,10 +13,16 @@ export function hmacSha256(key: string | Uint8Array, message: string | Uint8Arra
 // engine keeps, where a combined key would be built anew for every call.
 const keyed = new Map<string, Map<string, Bun.CryptoHasher>>();
 let keyedCount = 0;
+const keyedBytes = new WeakMap<Uint8Array, { prefix: string; hasher: Bun.CryptoHasher }>();
 
 /** Hex HMAC-SHA256 of `prefix + message`, strings as UTF-8 (Bun's native hasher: about twice as fast as node:crypto's). */
 export function hmacHex(key: string | Uint8Array, message: string | Uint8Array, prefix = ''): string {
-  if (typeof key !== 'string') return new Bun.CryptoHasher('sha256', key).update(prefix).update(message).digest('hex');
+  if (typeof key !== 'string') {
+    // Byte keys (frame signing keys) are long-lived objects: cached by identity, dropped with them.
+    let bytesBase = keyedBytes.get(key);
+    if (!bytesBase || bytesBase.prefix !== prefix) keyedBytes.set(key, (bytesBase = { prefix, hasher: new Bun.CryptoHasher('sha256', key).update(prefix) }));
+    return bytesBase.hasher.copy().update(message).digest('hex');
+  }
   let byKey = keyed.get(prefix);
   let base = byKey?.get(key);
   if (!base) {

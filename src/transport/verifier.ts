@@ -8,6 +8,7 @@
 import { readEvents, type ReadEvents } from '../ingest/events.ts';
 import { nowMicros } from '../lib/clock.ts';
 import { safeEqual } from '../lib/crypto.ts';
+import { isPlainJsonText } from '../lib/sorted-json.ts';
 import { FrameError } from './errors.ts';
 import {
   assertSecret,
@@ -74,7 +75,8 @@ const COMMAND_RESULT_STATUSES: ReadonlySet<string> = new Set(['success', 'failed
 const TWO = BigInt(PROTOCOL_VERSION);
 
 const stringOrNull = (v: JsonValue | undefined): string | null => (typeof v === 'string' ? v : null);
-const codePointLength = (s: string): number => [...s].length;
+// Hex is plain ASCII (one unit a code point): the spread only for anything else.
+const codePointLength = (s: string): number => (isPlainJsonText(s) ? s.length : [...s].length);
 
 export class FrameVerifier {
   private readonly guard = new ReplayGuard();

@@ -31,4 +31,14 @@ describe('hmacHex', () => {
     expect(hmacHex(new Uint8Array([1, 2, 3]), 'message')).toBe(expected(new Uint8Array([1, 2, 3]), 'message'));
     expect(hmacHex('k2', 'message')).not.toBe(hmacHex('k1', 'message'));
   });
+
+  test('one byte key used again, with and without a prefix, in turns: every MAC is right', () => {
+    const key = new Uint8Array(32).fill(7);
+    const expected = (msg: string) => createHmac('sha256', key).update(msg).digest('hex');
+    for (let i = 0; i < 3; i++) {
+      expect(hmacHex(key, `m${i}`)).toBe(expected(`m${i}`));
+      expect(hmacHex(key, `m${i}`, 'svc:')).toBe(expected(`svc:m${i}`));
+    }
+    expect(hmacHex(new Uint8Array(32).fill(8), 'm0')).not.toBe(hmacHex(key, 'm0'));
+  });
 });
