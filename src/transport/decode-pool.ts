@@ -28,8 +28,12 @@ export type DecodeResult = DecodedFrame | { kind: 'refused'; error: FrameErrorKi
 /** The results as they cross threads: see toWire. */
 export type DecodeReply = { id: number; wire: string; cloned: DecodeResult[] } | { id: number; crash: string };
 
-/** What decodeAll gives per frame: the decoded frame, or why it was refused. */
+/** One frame of an upload: decoded, or why it was refused. */
 export type Decoded = DecodedFrame | FrameError;
+
+/** The frames of an upload by index. Inline, a frame is decoded when asked for: the
+ * frames after one that ends the upload (a bad signature) cost nothing. */
+export type DecodedUpload = (index: number) => Decoded;
 
 /** One worker per spare core, at most four; none on a single core. */
 export const defaultDecodeThreads = (): number => Math.max(0, Math.min(4, availableParallelism() - 1));
@@ -51,8 +55,9 @@ export class DecodePool {
 
   constructor(private readonly size: number) {}
 
-  /** Decodes `texts` with `verifier`'s key and binding, in order. */
-  async decodeAll(verifier: FrameVerifier, texts: string[], session: string, now: number): Promise<Decoded[]> {
+  /** The frames of an upload, decoded with `verifier`'s key and binding: all at once in a
+   * thread when the upload is large, else one by one as asked for. */
+  async decodeUpload(verifier: FrameVerifier, texts: string[], session: string, now: number): Promise<DecodedUpload> {
     const pool = texts.length >= this.minFrames ? this.threads() : null;
     if (pool) {
       const results = await this.post(pool[affinity(session, pool.length)]!, { secret: verifier.secret, binding: verifier.binding, texts, now }).catch(
@@ -60,17 +65,20 @@ export class DecodePool {
       );
       if (results) {
         this.threaded++;
-        return results.map((r) => (r.kind === 'refused' ? new FrameError(r.error, r.message) : r));
+        return (k) => {
+          const r = results[k]!;
+          return r.kind === 'refused' ? new FrameError(r.error, r.message) : r;
+        };
       }
     }
-    return texts.map((text) => {
+    return (k) => {
       try {
-        return verifier.decode(text, now);
+        return verifier.decode(texts[k]!, now);
       } catch (e) {
         if (e instanceof FrameError) return e;
         throw e;
       }
-    });
+    };
   }
 
   close(): void {

@@ -123,11 +123,11 @@ export async function handleUpload(ctx: AppContext, request: Request, body: unkn
     const indexOf: number[] = [];
     let invalidated = false;
     const { verifier } = entry.state;
-    const decoded = await rt.decoders.decodeAll(verifier, texts, entry.state.label, nowMicros());
+    const decoded = await rt.decoders.decodeUpload(verifier, texts, entry.state.label, nowMicros());
     // From here to the routing nothing awaits: the replay guard sees this upload's frames in order, in one go.
     for (let k = 0; k < texts.length; k++) {
       try {
-        const d = decoded[k]!;
+        const d = decoded(k);
         if (d instanceof FrameError) throw d;
         const v = verifier.admit(d);
         // hello / hello_ack carry no HMAC here: dropped, counted accepted, never liveness.

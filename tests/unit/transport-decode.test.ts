@@ -3,7 +3,7 @@
 // included), admitted by the same replay guard with the same answers.
 import { afterEach, beforeEach, describe, expect, test } from 'bun:test';
 import { resetClock, setClock, nowMicros } from '../../src/lib/clock.ts';
-import { DecodePool, fromWire, toWire, type Decoded } from '../../src/transport/decode-pool.ts';
+import { DecodePool, fromWire, toWire, type Decoded, type DecodedUpload } from '../../src/transport/decode-pool.ts';
 import { FrameError } from '../../src/transport/errors.ts';
 import { FrameVerifier } from '../../src/transport/verifier.ts';
 import { agentFrame, BINDING, newClock, SECRET } from './transport-fixtures.ts';
@@ -75,10 +75,11 @@ describe('the pool', () => {
     const texts = upload();
     const verifier = new FrameVerifier(SECRET, BINDING);
     const now = nowMicros();
-    const inThread = await pool.decodeAll(verifier, texts, 'session-a', now);
+    const all = (get: DecodedUpload) => texts.map((_, k) => get(k));
+    const inThread = all(await pool.decodeUpload(verifier, texts, 'session-a', now));
     expect(pool.threaded).toBe(1);
     pool.minFrames = Infinity;
-    const inline = await pool.decodeAll(verifier, texts, 'session-a', now);
+    const inline = all(await pool.decodeUpload(verifier, texts, 'session-a', now));
     expect(pool.threaded).toBe(1);
     expect(inThread).toEqual(inline);
     const admitted = admitAll(inThread);
@@ -97,13 +98,32 @@ describe('the pool', () => {
     pool.close();
   });
 
+  test('inline, a frame is decoded only when asked for', async () => {
+    const pool = new DecodePool(1);
+    const verifier = new FrameVerifier(SECRET, BINDING);
+    const decodedTexts: string[] = [];
+    const decode = verifier.decode.bind(verifier);
+    verifier.decode = (text, now) => {
+      decodedTexts.push(text);
+      return decode(text, now);
+    };
+    const texts = upload();
+    const get = await pool.decodeUpload(verifier, texts, 'session-c', nowMicros());
+    expect(decodedTexts).toEqual([]);
+    expect(get(5)).toBeInstanceOf(FrameError);
+    expect(decodedTexts).toEqual([texts[5]!]);
+    expect(pool.threaded).toBe(0);
+    pool.close();
+  });
+
   test('a closed pool (or one whose thread failed) decodes inline', async () => {
     const pool = new DecodePool(1);
     pool.minFrames = 1;
     pool.close();
     const texts = upload();
     const verifier = new FrameVerifier(SECRET, BINDING);
-    const decoded = await pool.decodeAll(verifier, texts, 'session-b', nowMicros());
+    const get = await pool.decodeUpload(verifier, texts, 'session-b', nowMicros());
+    const decoded = texts.map((_, k) => get(k));
     expect(pool.threaded).toBe(0);
     expect(admitAll(decoded)[7]).toMatchObject({ seq: 6n, batch: { records: [{ taskId: 't-6' }] } });
   });
