@@ -55,6 +55,11 @@ export class DecodePool {
 
   constructor(private readonly size: number) {}
 
+  /** Whether an upload is being decoded in a thread right now. */
+  get busy(): boolean {
+    return this.inFlight > 0;
+  }
+
   /** The frames of an upload, decoded with `verifier`'s key and binding: all at once in a
    * thread when the upload is large, else one by one as asked for. */
   async decodeUpload(verifier: FrameVerifier, texts: string[], session: string, now: number): Promise<DecodedUpload> {

@@ -10,6 +10,7 @@
 import { lockAgentForIngest, storeHealthSample } from '../agents/service.ts';
 import { recordCommandAck, recordCommandResult } from '../commands/service.ts';
 import type { Tx } from '../db/connect.ts';
+import { groupedTx } from '../db/group-commit.ts';
 import { storeEventBatches, type EventRecord } from '../ingest/service.ts';
 import { isUuid } from '../lib/ids.ts';
 import { isoMicros, nowIso, nowMicros } from '../lib/clock.ts';
@@ -128,8 +129,11 @@ async function routeEventBatches(ctx: AppContext, fc: FrameContext, group: Verif
   if (todo.length === 0) return outcomes as FrameOutcome[];
   try {
     const m = metrics(ctx);
-    const stored = await ctx.db.tx(async (tx) => {
-      if (!(await lockAgentForIngest(tx, fc.agentId))) throw new Revoked();
+    // Uploads stored meanwhile may share this transaction (src/db/group-commit.ts); one still
+    // being decoded in a thread is worth waiting a moment for. A revoked agent writes
+    // nothing and returns, so the others still commit.
+    const stored = await groupedTx(ctx.db, async (tx) => {
+      if (!(await lockAgentForIngest(tx, fc.agentId))) return null;
       const res = await storeEventBatches(
         tx,
         { projectId: fc.projectId, agentId: fc.agentId },
@@ -141,18 +145,15 @@ async function routeEventBatches(ctx: AppContext, fc: FrameContext, group: Verif
         for (const state of res.states) m.tasks.inc({ state });
       });
       return res.stored;
-    });
+    }, ctx.agentTransport.decoders.busy);
+    // Frames before the first stored one keep their outcome; the batch ends at the revocation.
+    if (stored === null) return [...(outcomes.slice(0, todo[0]!) as FrameOutcome[]), { kind: 'revoked' }];
     todo.forEach((k, n) => {
       const r = read[k]!;
       const received = r.records.length + r.dropped;
       outcomes[k] = { kind: 'durable', ack: { received, accepted: stored[n]!, rejected: received - stored[n]! } };
     });
   } catch (e) {
-    if (e instanceof Revoked) {
-      // Frames before the first stored one keep their outcome; the batch ends at the revocation.
-      const first = todo[0]!;
-      return [...(outcomes.slice(0, first) as FrameOutcome[]), { kind: 'revoked' }];
-    }
     log.error({ agent_id: fc.agentId, project_id: fc.projectId, err: describeError(e) }, 'storing an event batch failed');
     for (const k of todo) outcomes[k] = { kind: 'transient', message: `frame ${group[k]!.id ?? ''}: storage failed; re-send` };
   }
