@@ -10,7 +10,9 @@
 // transactions side by side on its pool: there each write is its own.
 import type { Db, Tx } from './connect.ts';
 
-const MAX_PER_TRANSACTION = 16;
+// Four uploads of 500 events hold the event loop for some 40-60 ms; more gained
+// nothing in the bare loop and would hold it longer.
+const MAX_PER_TRANSACTION = 4;
 /** How long an idle writer waits for writes announced as coming. */
 export const GATHER_MS = 2;
 
