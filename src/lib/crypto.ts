@@ -18,7 +18,7 @@ const keyedBytes = new WeakMap<Uint8Array, { prefix: string; hasher: Bun.CryptoH
 /** Hex HMAC-SHA256 of `prefix + message`, strings as UTF-8 (Bun's native hasher: about twice as fast as node:crypto's). */
 export function hmacHex(key: string | Uint8Array, message: string | Uint8Array, prefix = ''): string {
   if (typeof key !== 'string') {
-    // Byte keys (frame signing keys) are long-lived objects: cached by identity, dropped with them.
+    // Byte keys (frame signing keys) are long-lived objects, never changed in place: cached by identity, dropped with them.
     let bytesBase = keyedBytes.get(key);
     if (!bytesBase || bytesBase.prefix !== prefix) keyedBytes.set(key, (bytesBase = { prefix, hasher: new Bun.CryptoHasher('sha256', key).update(prefix) }));
     return bytesBase.hasher.copy().update(message).digest('hex');

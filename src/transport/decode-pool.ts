@@ -11,7 +11,7 @@ import { workerEntry } from '../lib/workers.ts';
 import { FrameError, type FrameErrorKind } from './errors.ts';
 import type { FrameBinding } from './frames.ts';
 import type { PlainObject } from './json-convert.ts';
-import type { DecodedFrame, DecodedSignedFrame, FrameVerifier } from './verifier.ts';
+import type { DecodedFrame, DecodedSignedFrame, FrameVerifier, FrameVerifierOptions } from './verifier.ts';
 
 const log = logger('agent.decode');
 
@@ -19,6 +19,7 @@ export interface DecodeRequest {
   id: number;
   secret: Uint8Array;
   binding: FrameBinding;
+  options: FrameVerifierOptions;
   texts: string[];
   now: number;
 }
@@ -65,7 +66,7 @@ export class DecodePool {
   async decodeUpload(verifier: FrameVerifier, texts: string[], session: string, now: number): Promise<DecodedUpload> {
     const pool = texts.length >= this.minFrames ? this.threads() : null;
     if (pool) {
-      const results = await this.post(pool[affinity(session, pool.length)]!, { secret: verifier.secret, binding: verifier.binding, texts, now }).catch(
+      const results = await this.post(pool[affinity(session, pool.length)]!, { secret: verifier.secret, binding: verifier.binding, options: verifier.options, texts, now }).catch(
         (e: unknown) => (e instanceof PoolFailed ? null : Promise.reject(e)),
       );
       if (results) {
@@ -107,19 +108,24 @@ export class DecodePool {
           if ('crash' in reply) waiting.reject(new Error(`frame decoding failed: ${reply.crash}`));
           else waiting.resolve(fromWire(reply.wire, reply.cloned));
         };
-        worker.onerror = (event) => {
-          // From here on every upload decodes inline; those in flight too.
-          log.error({ err: event.message }, 'a frame decoding thread failed; decoding inline from now on');
-          this.stopped = true;
-          for (const w of this.workers ?? []) w.terminate();
-          this.workers = null;
-          this.fail(new PoolFailed(event.message));
-        };
+        worker.onerror = (event) => this.broke(event.message);
+        // A thread that ends without an error event (ours end only through close()) broke too.
+        worker.addEventListener('close', () => this.broke('the thread exited'));
         worker.unref();
         return worker;
       });
     }
     return this.workers;
+  }
+
+  /** A thread failed: from here on every upload decodes inline, those in flight too. */
+  private broke(reason: string): void {
+    if (this.stopped) return;
+    log.error({ err: reason }, 'a frame decoding thread failed; decoding inline from now on');
+    this.stopped = true;
+    for (const w of this.workers ?? []) w.terminate();
+    this.workers = null;
+    this.fail(new PoolFailed(reason));
   }
 
   private post(worker: Thread, job: Omit<DecodeRequest, 'id'>): Promise<DecodeResult[]> {
@@ -151,7 +157,8 @@ class PoolFailed extends Error {}
 // are JSON data already: storableObject) goes as
 // [type, id, seq as decimal text, nonce, ts, ts parsed, payload, batch (or -1: none)];
 // anything else (refusals, handshakes, big integers) as 0, with the result
-// itself in `cloned`, in order.
+// itself in `cloned`, in order. (A float -0.0 arrives as 0: storage writes
+// both as 0 anyway, through JSON.stringify.)
 export function toWire(results: DecodeResult[]): { wire: string; cloned: DecodeResult[] } {
   const cloned: DecodeResult[] = [];
   const parts = results.map((r) => {

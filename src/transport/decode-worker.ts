@@ -8,10 +8,10 @@ import { FrameVerifier } from './verifier.ts';
 declare const self: Worker;
 
 self.onmessage = (event: MessageEvent<DecodeRequest>) => {
-  const { id, secret, binding, texts, now } = event.data;
+  const { id, secret, binding, options, texts, now } = event.data;
   let reply: DecodeReply;
   try {
-    const verifier = new FrameVerifier(secret, binding);
+    const verifier = new FrameVerifier(secret, binding, options);
     const results: DecodeResult[] = texts.map((text) => {
       try {
         return verifier.decode(text, now);

@@ -36,6 +36,9 @@ export interface LongPollState {
   fc: FrameContext;
   /** Recorded on claimed commands. */
   label: string;
+  /** Settles once this session's latest upload has been through the replay guard: uploads
+   * decode side by side but are admitted in the order they arrived. */
+  admitted: Promise<void>;
 }
 
 export interface FrameUploadResponse {
@@ -46,6 +49,9 @@ export interface FrameUploadResponse {
 }
 
 type Headers = Record<string, string>;
+
+const sessionBlocked = (): ApiError =>
+  new ApiError(409, 'session_invalidated', 'this session failed verification; reconnect with a fresh nonce and probe (max_frames=0)');
 
 const fail = (request: Request, err: ApiError, headers: Headers): Response =>
   errorResponse(new ApiError(err.status, err.error, err.message, err.details, { ...err.headers, ...headers }, err.detail), requestIdOf(request));
@@ -72,9 +78,7 @@ async function enter(
   const agent = admitted.auth.agent;
   headers = { ...headers, ...identityHeaders(agent.id, agent.project_id) };
   const rt = ctx.agentTransport;
-  if (rt.sessions.blocked(agent.id, nonce, isProbe)) {
-    return fail(request, new ApiError(409, 'session_invalidated', 'this session failed verification; reconnect with a fresh nonce and probe (max_frames=0)'), headers);
-  }
+  if (rt.sessions.blocked(agent.id, nonce, isProbe)) return fail(request, sessionBlocked(), headers);
   const got = rt.sessions.acquire(agent.id, nonce, () => {
     const binding = { agentId: agent.id, projectId: agent.project_id, sessionId: nonce };
     const secret = rt.signingKey(agent.project_id);
@@ -89,6 +93,7 @@ async function enter(
         workerId: nonce === '' ? 'longpoll-legacy' : `longpoll-${digest.slice(0, 12)}`,
       }),
       label: `lp:${digest}`,
+      admitted: Promise.resolve(),
     };
   });
   if ('full' in got) {
@@ -113,6 +118,7 @@ export async function handleUpload(ctx: AppContext, request: Request, body: unkn
   if (entered instanceof Response) return entered;
   const { entry, headers } = entered;
   const rt = ctx.agentTransport;
+  let ourTurnDone = (): void => {};
   try {
     const texts = frames as string[];
     const out: FrameUploadResponse = { accepted: 0, rejected: 0, errors: [], error_code: null };
@@ -123,7 +129,12 @@ export async function handleUpload(ctx: AppContext, request: Request, body: unkn
     const indexOf: number[] = [];
     let invalidated = false;
     const { verifier } = entry.state;
+    const earlier = entry.state.admitted;
+    entry.state.admitted = new Promise<void>((resolve) => (ourTurnDone = resolve));
     const decoded = await rt.decoders.decodeUpload(verifier, texts, entry.state.label, nowMicros());
+    await earlier;
+    // An earlier upload of this session may have ended it meanwhile.
+    if (rt.sessions.blocked(entry.agentId, entry.nonce, false)) return fail(request, sessionBlocked(), headers);
     // From here to the routing nothing awaits: the replay guard sees this upload's frames in order, in one go.
     for (let k = 0; k < texts.length; k++) {
       try {
@@ -150,6 +161,7 @@ export async function handleUpload(ctx: AppContext, request: Request, body: unkn
       }
     }
     if (invalidated) rt.sessions.invalidate(entry);
+    ourTurnDone();
 
     const outcomes = verified.length > 0 ? await routeFrames(ctx, entry.state.fc, verified) : [];
     let revoked = false;
@@ -190,6 +202,7 @@ export async function handleUpload(ctx: AppContext, request: Request, body: unkn
     }
     return jsonResponse(200, out, headers);
   } finally {
+    ourTurnDone();
     rt.sessions.release(entry);
   }
 }

@@ -85,7 +85,8 @@ export class FrameVerifier {
   constructor(
     readonly secret: Uint8Array,
     readonly binding: FrameBinding,
-    options: FrameVerifierOptions = {},
+    /** Kept so a decoding thread can build an equal verifier. */
+    readonly options: FrameVerifierOptions = {},
   ) {
     assertSecret(secret);
     this.accepted = new Set(options.accept ?? INBOUND_SIGNED_TYPES);

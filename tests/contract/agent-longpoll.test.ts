@@ -97,6 +97,53 @@ describe('upload validation', () => {
   });
 });
 
+describe('concurrent uploads of one session', () => {
+  /** Holds the first upload after its frames are decoded until `release()`; counts decodings. */
+  function gateFirstUpload() {
+    const pool = svc.ctx.agentTransport.decoders;
+    const decode = pool.decodeUpload.bind(pool);
+    let release!: () => void;
+    const gate = new Promise<void>((r) => (release = r));
+    const state = { calls: 0, release };
+    pool.decodeUpload = async (...args) => {
+      const n = ++state.calls;
+      const decoded = await decode(...args);
+      if (n === 1) await gate;
+      return decoded;
+    };
+    return state;
+  }
+
+  test('are admitted in the order they arrived, though the later one decodes first', async () => {
+    const gate = gateFirstUpload();
+    const first = Array.from({ length: 40 }, () => agent.eventBatch([taskEvent()])); // decoded in a thread
+    const a = agent.upload(first);
+    await until(() => gate.calls === 1, 5000, 'the first upload decoding');
+    const b = agent.upload([agent.heartbeat()]); // seq 41, decoded inline at once
+    await until(() => gate.calls === 2, 5000, 'the second upload decoding');
+    await Bun.sleep(30); // every chance to overtake
+    gate.release();
+    expect((await a).body).toEqual({ accepted: 40, rejected: 0, errors: [], error_code: null });
+    expect((await b).body).toEqual({ accepted: 1, rejected: 0, errors: [], error_code: null });
+    expect(await count(svc.ctx.db, 'events')).toBe(40);
+  });
+
+  test('a later upload waiting its turn gets 409 when the earlier one ends the session', async () => {
+    const gate = gateFirstUpload();
+    const bad = [agent.craft({ seq: 1 }, { hmac: 'ab'.repeat(32) }), ...Array.from({ length: 39 }, () => agent.eventBatch([taskEvent()]))];
+    const a = agent.upload(bad);
+    await until(() => gate.calls === 1, 5000, 'the first upload decoding');
+    const b = agent.upload([agent.eventBatch([taskEvent({ task_id: 'too-late' })])]);
+    await until(() => gate.calls === 2, 5000, 'the second upload decoding');
+    gate.release();
+    expect((await a).status).toBe(409);
+    const late = await b;
+    expect(late.status).toBe(409);
+    expect(late.body.error).toBe('session_invalidated');
+    expect(await count(svc.ctx.db, 'events')).toBe(0);
+  });
+});
+
 // Every upload rule holds whether the frames are decoded on the event loop or
 // in the decoding threads (large uploads go there; here every upload does).
 for (const [mode, minFrames] of [

@@ -68,3 +68,25 @@ test('a write that returns without writing (a revoked agent) leaves the others a
   expect(results).toEqual(['gc.a', null, 'gc.b']);
   expect(await stored()).toEqual(['gc.a', 'gc.b']);
 });
+
+test('after-commit hooks run once each after the commit; one that throws fails nothing', async () => {
+  const runs: Record<string, number> = {};
+  const hooked = (key: string, hook: () => void) => async (tx: Tx) => {
+    runs[key] = (runs[key] ?? 0) + 1;
+    tx.afterCommit(hook);
+    return put(key)(tx);
+  };
+  const ran: string[] = [];
+  const results = await Promise.all([
+    groupedTx(db, hooked('gc.first', () => ran.push('first'))),
+    groupedTx(db, hooked('gc.a', () => ran.push('a'))),
+    groupedTx(db, hooked('gc.b', () => {
+      throw new Error('a metric failed');
+    })),
+    groupedTx(db, hooked('gc.c', () => ran.push('c'))),
+  ]);
+  expect(results).toEqual(['gc.first', 'gc.a', 'gc.b', 'gc.c']);
+  expect(runs).toEqual({ 'gc.first': 1, 'gc.a': 1, 'gc.b': 1, 'gc.c': 1 });
+  expect(ran.sort()).toEqual(['a', 'c', 'first']); // PostgreSQL commits them side by side, in any order
+  expect(await stored()).toEqual(['gc.a', 'gc.b', 'gc.c', 'gc.first']);
+});

@@ -3,8 +3,10 @@
 // included), admitted by the same replay guard with the same answers.
 import { afterEach, beforeEach, describe, expect, test } from 'bun:test';
 import { resetClock, setClock, nowMicros } from '../../src/lib/clock.ts';
+import { setLogDestination, setLogLevel } from '../../src/lib/log.ts';
 import { DecodePool, fromWire, toWire, type Decoded, type DecodedUpload } from '../../src/transport/decode-pool.ts';
 import { FrameError } from '../../src/transport/errors.ts';
+import { OUTBOUND_SIGNED_TYPES } from '../../src/transport/frames.ts';
 import { FrameVerifier } from '../../src/transport/verifier.ts';
 import { agentFrame, BINDING, newClock, SECRET } from './transport-fixtures.ts';
 
@@ -98,6 +100,18 @@ describe('the pool', () => {
     pool.close();
   });
 
+  test("a thread decodes with the verifier's options (here: the frame types a server sends)", async () => {
+    const pool = new DecodePool(1);
+    pool.minFrames = 1;
+    const verifier = new FrameVerifier(SECRET, BINDING, { accept: OUTBOUND_SIGNED_TYPES });
+    const texts = [agentFrame({ type: 'command', id: 'cmd_1', payload: { action: 'cancel_task' } }), agentFrame({ seq: 2 })];
+    const get = await pool.decodeUpload(verifier, texts, 'session-d', nowMicros());
+    expect(pool.threaded).toBe(1);
+    expect(get(0)).toMatchObject({ kind: 'decoded', type: 'command' });
+    expect(get(1)).toMatchObject({ kind: 'protocol', message: 'unexpected frame type for this direction' });
+    pool.close();
+  });
+
   test('inline, a frame is decoded only when asked for', async () => {
     const pool = new DecodePool(1);
     const verifier = new FrameVerifier(SECRET, BINDING);
@@ -114,6 +128,30 @@ describe('the pool', () => {
     expect(decodedTexts).toEqual([texts[5]!]);
     expect(pool.threaded).toBe(0);
     pool.close();
+  });
+
+  test('a thread that ends under an upload: that upload and later ones decode inline', async () => {
+    const pool = new DecodePool(1);
+    pool.minFrames = 1;
+    const verifier = new FrameVerifier(SECRET, BINDING);
+    const texts = upload();
+    const all = (get: DecodedUpload) => texts.map((_, k) => get(k));
+    const expected = all(await pool.decodeUpload(verifier, texts, 's', nowMicros()));
+    expect(pool.threaded).toBe(1);
+    const lines: string[] = [];
+    setLogDestination({ write: (l: string) => void lines.push(l) } as never);
+    setLogLevel('error');
+    const pending = pool.decodeUpload(verifier, texts, 's', nowMicros());
+    (pool as unknown as { workers: Worker[] }).workers[0]!.terminate(); // not through close()
+    const summary = (ds: Decoded[]) => ds.map((d) => (d instanceof FrameError ? d.message : d.kind));
+    try {
+      expect(summary(all(await pending))).toEqual(summary(expected));
+    } finally {
+      setLogLevel('silent');
+    }
+    expect(lines.map((l) => JSON.parse(l).msg)).toEqual(['a frame decoding thread failed; decoding inline from now on']);
+    expect(all(await pool.decodeUpload(verifier, texts, 's', nowMicros()))).toHaveLength(texts.length);
+    expect(pool.threaded).toBe(1);
   });
 
   test('a closed pool (or one whose thread failed) decodes inline', async () => {
