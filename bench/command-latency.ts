@@ -17,7 +17,11 @@ import { dialectName, percentile, usePostgres } from './lib/setup.ts';
 if (usePostgres) process.env.SVC_TEST_DIALECT = 'postgres';
 const samples = Number(process.argv.slice(2).find((a) => !a.startsWith('--')) ?? 300);
 
-const svc = await liveService({ env: { SVC_COMMAND_TIMEOUT_SECONDS: '600' } });
+// Polls and acknowledgements come from many (forwarded) addresses: one address is
+// allowed 600 agent requests a minute, fewer than a run makes.
+const svc = await liveService({ env: { SVC_COMMAND_TIMEOUT_SECONDS: '600', SVC_TRUSTED_PROXIES: '127.0.0.1' } });
+let requests = 0;
+const fromAddress = () => ({ 'x-forwarded-for': `10.77.${(++requests >> 8) & 255}.${requests & 255}` });
 await svc.startJobs();
 const project = await insertProject(svc.ctx.db);
 const other = { ...svc.ctx, agentTransport: new AgentTransport(svc.ctx.config) };
@@ -36,14 +40,22 @@ async function pollPath(ctx: Ctx, n: number): Promise<number[]> {
   await agent.probe();
   const out: number[] = [];
   for (let i = 0; i < n; i++) {
-    const waiting = agent.poll({ wait: 30 });
-    while (svc.ctx.agentTransport.waitingOn(agent.agentId) === 0) await Bun.sleep(0);
+    const waiting = agent.poll({ wait: 30, headers: fromAddress() });
+    let answered = false;
+    void waiting.then(() => (answered = true));
+    while (svc.ctx.agentTransport.waitingOn(agent.agentId) === 0) {
+      if (answered) throw new Error(`the poll returned before a command was issued: ${JSON.stringify((await waiting).body)}`);
+      await Bun.sleep(0);
+    }
     const t0 = performance.now();
     const cmd = await issue(ctx, agent.agentId);
     const r = await waiting;
     const [frame] = agent.verifyAll(r.body.frames);
     if (frame?.id !== cmd.id) throw new Error('wrong frame');
     out.push(performance.now() - t0);
+    // Acknowledged, as agents do: an unacknowledged command is sent again after the
+    // redispatch interval, and the next poll would return at once with it.
+    await agent.upload([agent.ack(cmd.id)], fromAddress());
   }
   return out;
 }
@@ -59,6 +71,7 @@ async function wsPath(ctx: Ctx, n: number): Promise<number[]> {
     const frame = await arrived;
     if (frame.id !== cmd.id) throw new Error('wrong frame');
     out.push(performance.now() - t0);
+    ws.send('command_ack', { delivery_claim_token: null }, cmd.id);
     await Bun.sleep(1);
   }
   ws.close();
