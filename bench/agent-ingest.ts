@@ -1,5 +1,6 @@
 // Long-poll ingest throughput of the compiled binary, in events per second.
 //   bun bench/agent-ingest.ts [--pg] [agents=4] [uploads-per-agent=20] [--workers=N] [--warmup=uploads-per-agent]
+// Prints the rate, svc CPU (all threads, and per thread name) and the benchmark's own CPU.
 // Each agent probes, then uploads batches of 500 frames with one event per
 // frame (what z4j agents send), one request in flight per agent. Frames are
 // signed before the clock starts so the figure is the server's. The rate is
@@ -10,7 +11,7 @@ import { sql } from 'drizzle-orm';
 import { loadConfig } from '../src/config/load.ts';
 import { openConfiguredDatabase } from '../src/server/compose.ts';
 import { taskEvent, TestAgent } from '../tests/helpers/test-agent.ts';
-import { dialectName, freshBench, procStats, seedAgents, startServer } from './lib/setup.ts';
+import { dialectName, freshBench, procStats, seedAgents, startServer, threadCpu, threadCpuSpent } from './lib/setup.ts';
 
 const args = process.argv.slice(2).filter((a) => !a.startsWith('--'));
 const agentCount = Number(args[0] ?? 4);
@@ -50,6 +51,8 @@ await Promise.all(
   }),
 );
 const before = procStats(server.proc.pid);
+const threadsBefore = threadCpu(server.proc.pid);
+const clientBefore = process.cpuUsage();
 const t0 = performance.now();
 let accepted = 0;
 await Promise.all(
@@ -63,6 +66,8 @@ await Promise.all(
 );
 const seconds = (performance.now() - t0) / 1000;
 const after = procStats(server.proc.pid);
+const threads = threadCpuSpent(threadsBefore, threadCpu(server.proc.pid));
+const client = process.cpuUsage(clientBefore);
 await server.stop();
 
 const db = openConfiguredDatabase(loadConfig({ env: bench.env }));
@@ -85,5 +90,7 @@ console.log(
     events_per_second: Math.round(stored / seconds),
     server_cpu_seconds: Number((after.cpuSeconds - before.cpuSeconds).toFixed(1)),
     server_rss_mb: Math.round(after.rssMb),
+    server_thread_cpu_seconds: threads,
+    bench_cpu_seconds: Number(((client.user + client.system) / 1e6).toFixed(2)),
   }),
 );

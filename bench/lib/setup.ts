@@ -78,3 +78,31 @@ export function procStats(pid: number): { rssMb: number; cpuSeconds: number } {
 export function percentile(sorted: number[], p: number): number {
   return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]!;
 }
+
+/** CPU seconds used so far by each thread of a process, summed per thread name
+ * (the event loop carries the executable's name; JavaScriptCore names its JIT
+ * and GC threads, Bun its worker threads). */
+export function threadCpu(pid: number): Record<string, number> {
+  const out: Record<string, number> = {};
+  for (const tid of readdirSync(`/proc/${pid}/task`)) {
+    try {
+      const stat = readFileSync(`/proc/${pid}/task/${tid}/stat`, 'utf8');
+      const name = stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')'));
+      const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+      out[name] = (out[name] ?? 0) + (Number(fields[11]) + Number(fields[12])) / TICKS_PER_SECOND;
+    } catch {
+      // the thread ended
+    }
+  }
+  return out;
+}
+
+/** What each thread name used between two threadCpu readings (seconds; idle names left out). */
+export function threadCpuSpent(before: Record<string, number>, after: Record<string, number>): Record<string, number> {
+  const out: Record<string, number> = {};
+  for (const [name, s] of Object.entries(after)) {
+    const spent = Number((s - (before[name] ?? 0)).toFixed(2));
+    if (spent > 0) out[name] = spent;
+  }
+  return out;
+}
