@@ -4,6 +4,7 @@
 // Pydantic, isoformat() and toISOString() emit; Python 3.11+ would also take
 // week dates, the basic (no-dash) format, any separator character and a space
 // before the offset. Every text accepted here means the same instant there.
+import { utcMicrosFast } from '../lib/clock.ts';
 
 const TS_RE =
   /^(\d{4})-(\d{2})-(\d{2})[Tt ](\d{2})(?::(\d{2})(?::(\d{2})(?:[.,](\d+))?)?)?(?:(Z)|([+-])(\d{2})(?:(:?)(\d{2})(?:\11(\d{2})(?:\.(\d{1,6}))?)?)?)$/;
@@ -13,6 +14,8 @@ const micros6 = (frac: string | undefined): number => Number(((frac ?? '') + '00
 /** Epoch microseconds of an ISO-8601 timestamp with an offset; null when the
  * text is naive, invalid (hour 24, Feb 30, ...) or outside that subset. */
 export function parseFrameTimestamp(text: string): number | null {
+  const fast = utcMicrosFast(text);
+  if (fast !== undefined) return fast;
   const m = TS_RE.exec(text);
   if (!m) return null;
   const [, y, mo, d, h, mi = '0', s = '0', frac, zulu, sign, oh = '0', , om = '0', os = '0', ofrac] = m;
