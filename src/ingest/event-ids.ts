@@ -19,10 +19,10 @@ const namespaced = new Map<string, Bun.CryptoHasher>();
 export function uuidV5(namespace: string, name: string): string {
   let base = namespaced.get(namespace);
   if (!base) namespaced.set(namespace, (base = new Bun.CryptoHasher('sha1').update(Buffer.from(hexOf(namespace), 'hex'))));
-  const hash = base.copy().update(name).digest() as Buffer;
-  hash[6] = (hash[6]! & 0x0f) | 0x50;
-  hash[8] = (hash[8]! & 0x3f) | 0x80;
-  return formatUuid(hash.toString('hex', 0, 16));
+  const hex = base.copy().update(name).digest('hex');
+  // The first 16 bytes, with version 5 in the 13th digit and the RFC variant in the 17th.
+  const variant = ((parseInt(hex[16]!, 16) & 0x3) | 0x8).toString(16);
+  return formatUuid(`${hex.slice(0, 12)}5${hex.slice(13, 16)}${variant}${hex.slice(17, 32)}`);
 }
 
 /** The canonical form of an agent-minted event id when it is a usable v4 or v7

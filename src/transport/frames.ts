@@ -5,7 +5,7 @@
 // one session, agent or project never verifies on another.
 import { hmacHex } from '../lib/crypto.ts';
 import { MIN_SECRET_BYTES } from './credentials.ts';
-import { canonicalJson, newJsonObject, type JsonObject, type JsonValue } from './json.ts';
+import { canonicalJson, canonicalObject, newJsonObject, type CanonicalMembers, type JsonObject, type JsonValue } from './json.ts';
 
 /** Frame field `v`; handshake payloads carry it as the string "2". */
 export const PROTOCOL_VERSION = 2;
@@ -61,3 +61,18 @@ export function signingEnvelope(frame: JsonObject, binding: FrameBinding): JsonO
 /** Lowercase hex HMAC-SHA256 of the frame's canonical envelope (its UTF-8 bytes). */
 export const frameHmac = (secret: Uint8Array, frame: JsonObject, binding: FrameBinding): string =>
   hmacHex(secret, canonicalJson(signingEnvelope(frame, binding)));
+
+/** frameHmac of a received frame from the canonical text of each of its members
+ * (parseJsonMembers): the same envelope, without writing the frame out again. */
+export function receivedFrameHmac(secret: Uint8Array, members: CanonicalMembers, binding: FrameBinding): string {
+  const keys: string[] = [];
+  const canons: string[] = [];
+  members.keys.forEach((key, i) => {
+    if (key === 'hmac' || key === 'agent_id' || key === 'project_id' || key === 'session_id') return;
+    keys.push(key);
+    canons.push(members.canons[i]!);
+  });
+  keys.push('agent_id', 'project_id', 'session_id');
+  canons.push(canonicalJson(binding.agentId), canonicalJson(binding.projectId), canonicalJson(binding.sessionId));
+  return hmacHex(secret, canonicalObject(keys, canons));
+}

@@ -54,7 +54,17 @@ const isDigit = (c: number): boolean => c >= 0x30 && c <= 0x39;
 
 class Parser {
   pos = 0;
-  constructor(private readonly text: string) {}
+  /** With `canonical`: the canonical text (canonicalJson) of the value read last. */
+  canon = '';
+  /** With `canonical`: the top-level object's members. */
+  members: CanonicalMembers | null = null;
+  constructor(
+    private readonly text: string,
+    /** Also build each value's canonical text as it is read: the lexeme itself
+     * for strings without escapes and for integers (the common case), so the
+     * HMAC check needs no second walk over the value, quoting every string. */
+    private readonly canonical = false,
+  ) {}
 
   fail(message: string): never {
     throw new JsonError(`${message} at offset ${this.pos}`);
@@ -90,6 +100,7 @@ class Parser {
   }
 
   literal<T>(length: number, v: T): T {
+    if (this.canonical) this.canon = this.text.slice(this.pos, this.pos + length);
     this.pos += length;
     return v;
   }
@@ -107,6 +118,7 @@ class Parser {
       if (end - i < 16 && next !== 0x2e && next !== 0x65 && next !== 0x45 && !isDigit(next)) {
         const lexeme = t.slice(this.pos, end);
         this.pos = end;
+        if (this.canonical) this.canon = lexeme === '-0' ? '0' : lexeme;
         return BigInt(lexeme);
       }
     }
@@ -118,12 +130,15 @@ class Parser {
       const digits = lexeme.length - (lexeme.startsWith('-') ? 1 : 0);
       if (digits > MAX_INT_DIGITS) this.fail('integer has too many digits');
       this.pos += lexeme.length;
-      return BigInt(lexeme); // BigInt('-0') is 0n, and Python prints int -0 as 0
+      const int = BigInt(lexeme); // BigInt('-0') is 0n, and Python prints int -0 as 0
+      if (this.canonical) this.canon = int.toString();
+      return int;
     }
     // Number() rounds correctly, like Python's float(); overflow gives Infinity.
     const value = Number(lexeme);
     if (!Number.isFinite(value)) this.fail('number out of float range');
     this.pos += lexeme.length;
+    if (this.canonical) this.canon = pythonFloatRepr(value);
     return new JsonFloat(value);
   }
 
@@ -169,10 +184,14 @@ class Parser {
       }
       i++;
     }
+    const escaped = start !== this.pos + 1;
     out += t.slice(start, i);
     // Python keeps a lone surrogate from `\ud800`, then cannot UTF-8 encode the
     // canonical form; refuse it here so such a frame is simply malformed.
     if (!out.isWellFormed()) this.fail('lone surrogate in string');
+    // Without escapes the lexeme is canonical already: what the canonical form
+    // escapes (`"`, `\`, control characters) cannot appear raw in a string.
+    if (this.canonical) this.canon = escaped ? quote(out) : t.slice(this.pos, i + 1);
     this.pos = i + 1;
     return out;
   }
@@ -184,15 +203,21 @@ class Parser {
     this.ws();
     if (this.text[this.pos] === ']') {
       this.pos++;
+      this.canon = '[]';
       return out;
     }
+    let canon = '[';
     for (;;) {
       this.ws();
       out.push(this.value(depth));
+      if (this.canonical) canon += out.length > 1 ? `,${this.canon}` : this.canon;
       this.ws();
       const c = this.text[this.pos];
       this.pos++;
-      if (c === ']') return out;
+      if (c === ']') {
+        this.canon = `${canon}]`;
+        return out;
+      }
       if (c !== ',') {
         this.pos--;
         this.fail("expecting ',' or ']'");
@@ -203,10 +228,14 @@ class Parser {
   object(depth: number): JsonObject {
     if (depth > MAX_JSON_DEPTH) this.fail('nesting too deep');
     const out = newJsonObject();
+    // With `canonical`: the keys and their members' canonical value texts, in parallel.
+    const keys: string[] | null = this.canonical ? [] : null;
+    const canons: string[] = [];
     this.pos++;
     this.ws();
     if (this.text[this.pos] === '}') {
       this.pos++;
+      this.canon = '{}';
       return out;
     }
     for (;;) {
@@ -217,11 +246,24 @@ class Parser {
       if (this.text[this.pos] !== ':') this.fail("expecting ':'");
       this.pos++;
       this.ws();
+      const seen = keys !== null && key in out;
       out[key] = this.value(depth); // duplicate keys: the last one wins, as in Python
+      if (keys) {
+        if (seen) canons[keys.indexOf(key)] = this.canon;
+        else {
+          keys.push(key);
+          canons.push(this.canon);
+        }
+      }
       this.ws();
       const c = this.text[this.pos];
       this.pos++;
-      if (c === '}') return out;
+      if (c === '}') {
+        // The top level's own text is not needed: the HMAC covers an envelope built from its members.
+        if (keys && depth === 1) this.members = { keys, canons };
+        else if (keys) this.canon = canonicalObject(keys, canons);
+        return out;
+      }
       if (c !== ',') {
         this.pos--;
         this.fail("expecting ',' or '}'");
@@ -239,6 +281,23 @@ export function parseJson(text: string): JsonValue {
   p.ws();
   if (p.pos !== text.length) p.fail('extra data after the value');
   return v;
+}
+
+/** An object's keys (insertion order, each once) and the canonical text of each value. */
+export interface CanonicalMembers {
+  keys: string[];
+  canons: string[];
+}
+
+/** parseJson, and when the text is an object, the canonical text of each of
+ * its member values (what canonicalJson would write for them). */
+export function parseJsonMembers(text: string): { value: JsonValue; members: CanonicalMembers | null } {
+  const p = new Parser(text, true);
+  p.ws();
+  const value = p.value(0);
+  p.ws();
+  if (p.pos !== text.length) p.fail('extra data after the value');
+  return { value, members: isJsonObject(value) ? p.members : null };
 }
 
 /** Python `repr(float)`: shortest round-trip digits, positional for decimal
@@ -286,24 +345,51 @@ function quote(s: string): string {
   return JSON.stringify(s);
 }
 
-/** Insertion sort by UTF-16 units: for the few keys of most objects, faster
- * than Array.prototype.sort (for plain ASCII keys that is code point order). */
-function sortFew(keys: string[]): void {
+/** Insertion sort of keys by UTF-16 units, their values alongside: for the few
+ * keys of most objects, faster than Array.prototype.sort (for plain ASCII keys
+ * that is code point order). */
+function sortFew(keys: string[], values: string[]): void {
   for (let i = 1; i < keys.length; i++) {
     const k = keys[i]!;
+    const v = values[i]!;
     let j = i - 1;
     while (j >= 0 && keys[j]! > k) {
       keys[j + 1] = keys[j]!;
+      values[j + 1] = values[j]!;
       j--;
     }
     keys[j + 1] = k;
+    values[j + 1] = v;
   }
 }
 
-// Built by concatenation (JSC joins string ropes cheaply); plain ASCII keys,
-// the usual case, are quoted without escaping and sorted by the default
-// comparison, which orders them by code point already.
-function write(v: JsonValue, sortKeys: boolean, depth: number): string {
+/** The canonical text of an object from its distinct keys and the canonical
+ * text of each value (both arrays are reordered). Keys go in code point order,
+ * as Python's sorted() orders str; plain ASCII keys, the usual case, are
+ * quoted without escaping and ordered by the default comparison, which is
+ * code point order for them. */
+export function canonicalObject(keys: string[], canons: string[]): string {
+  let plainKeys = true;
+  for (let i = 0; i < keys.length && plainKeys; i++) plainKeys = isPlainJsonText(keys[i]!);
+  if (plainKeys && keys.length <= 16) sortFew(keys, canons);
+  else {
+    const order = keys.map((_, i) => i).sort((a, b) => (plainKeys ? (keys[a]! < keys[b]! ? -1 : 1) : compareCodePoints(keys[a]!, keys[b]!)));
+    const k = order.map((i) => keys[i]!);
+    const c = order.map((i) => canons[i]!);
+    keys.splice(0, keys.length, ...k);
+    canons.splice(0, canons.length, ...c);
+  }
+  let out = '{';
+  for (let i = 0; i < keys.length; i++) {
+    const key = keys[i] as string;
+    if (i > 0) out += ',';
+    out += `${plainKeys ? `"${key}"` : quote(key)}:${canons[i]}`;
+  }
+  return `${out}}`;
+}
+
+// Built by concatenation (JSC joins string ropes cheaply).
+function write(v: JsonValue, sorted: boolean, depth: number): string {
   if (v === null) return 'null';
   if (v === true) return 'true';
   if (v === false) return 'false';
@@ -316,24 +402,18 @@ function write(v: JsonValue, sortKeys: boolean, depth: number): string {
     let out = '[';
     for (let i = 0; i < v.length; i++) {
       if (i > 0) out += ',';
-      out += write(v[i] as JsonValue, sortKeys, depth + 1); // a hole is undefined and throws
+      out += write(v[i] as JsonValue, sorted, depth + 1); // a hole is undefined and throws
     }
     return `${out}]`;
   }
   if (!isPlainObject(v)) throw new TypeError('not a JsonValue: only plain objects serialise');
   const keys = Object.keys(v);
-  let plainKeys = true;
-  for (let i = 0; i < keys.length && plainKeys; i++) plainKeys = isPlainJsonText(keys[i]!);
-  if (sortKeys) {
-    if (!plainKeys) keys.sort(compareCodePoints);
-    else if (keys.length > 16) keys.sort();
-    else sortFew(keys);
-  }
+  if (sorted) return canonicalObject(keys, keys.map((key) => write(v[key] as JsonValue, sorted, depth + 1)));
   let out = '{';
   for (let i = 0; i < keys.length; i++) {
     const key = keys[i] as string;
     if (i > 0) out += ',';
-    out += `${plainKeys ? `"${key}"` : quote(key)}:${write(v[key] as JsonValue, sortKeys, depth + 1)}`;
+    out += `${quote(key)}:${write(v[key] as JsonValue, sorted, depth + 1)}`;
   }
   return `${out}}`;
 }

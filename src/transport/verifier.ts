@@ -12,17 +12,17 @@ import { isPlainJsonText } from '../lib/sorted-json.ts';
 import { FrameError } from './errors.ts';
 import {
   assertSecret,
-  frameHmac,
   INBOUND_SIGNED_TYPES,
   isHandshakeType,
   isSignedType,
   PROTOCOL_VERSION,
+  receivedFrameHmac,
   type FrameBinding,
   type HandshakeType,
   type SignedFrameType,
 } from './frames.ts';
 import { toPlainJson, toPlainObject, type PlainJson, type PlainObject } from './json-convert.ts';
-import { isJsonObject, JsonError, parseJson, type JsonObject, type JsonValue } from './json.ts';
+import { isJsonObject, JsonError, parseJsonMembers, type CanonicalMembers, type JsonObject, type JsonValue } from './json.ts';
 import { ReplayGuard, type FrameStamp } from './replay.ts';
 import { isValidTelemetryLoss } from './telemetry.ts';
 import { parseFrameTimestamp } from './timestamp.ts';
@@ -104,13 +104,14 @@ export class FrameVerifier {
   /** Every check that depends on the frame alone; `now` (µs) bounds event times. Throws FrameError. */
   decode(text: string, now = nowMicros()): DecodedFrame {
     let parsed: JsonValue;
+    let members: CanonicalMembers | null;
     try {
-      parsed = parseJson(text);
+      ({ value: parsed, members } = parseJsonMembers(text));
     } catch (e) {
       if (e instanceof JsonError) throw new FrameError('malformed', `frame is not valid JSON: ${e.message}`);
       throw e;
     }
-    if (!isJsonObject(parsed)) throw new FrameError('protocol', 'frame must be a JSON object');
+    if (!isJsonObject(parsed) || !members) throw new FrameError('protocol', 'frame must be a JSON object');
     const frame = parsed;
 
     // Version before type, so a newer peer's new frame type reads as a version
@@ -135,7 +136,7 @@ export class FrameVerifier {
       throw new FrameError('protocol', 'signed frame payload must be a JSON object');
     }
 
-    this.checkHmac(frame);
+    this.checkHmac(frame, members);
 
     if (type === 'command_result') {
       const status = payload?.status;
@@ -169,7 +170,7 @@ export class FrameVerifier {
     return { kind: 'signed', type: frame.type, id: frame.id, ...accepted, payload: frame.payload, batch: frame.batch };
   }
 
-  private checkHmac(frame: JsonObject): void {
+  private checkHmac(frame: JsonObject, members: CanonicalMembers): void {
     const provided = frame.hmac;
     if (provided === undefined || provided === null || provided === '') {
       throw new FrameError('signature', 'missing hmac signature');
@@ -177,14 +178,8 @@ export class FrameVerifier {
     if (typeof provided !== 'string' || codePointLength(provided) !== HMAC_HEX_CHARS) {
       throw new FrameError('signature', 'invalid hmac signature length');
     }
-    let expected: string;
-    try {
-      expected = frameHmac(this.secret, frame, this.binding);
-    } catch (e) {
-      // The parser already refuses what canonicalisation would; keep the kind honest if that ever drifts.
-      if (e instanceof JsonError) throw new FrameError('malformed', 'frame cannot be canonicalised');
-      throw e;
-    }
+    // The parser built each member's canonical text (and refused what has none).
+    const expected = receivedFrameHmac(this.secret, members, this.binding);
     if (!safeEqual(expected, provided)) throw new FrameError('signature', 'hmac signature mismatch');
   }
 }

@@ -7,14 +7,23 @@ import {
   JsonError,
   JsonFloat,
   MAX_INT_DIGITS,
+  canonicalObject,
   MAX_JSON_DEPTH,
   parseJson,
+  parseJsonMembers,
   pythonFloatRepr,
   type JsonObject,
   type JsonValue,
 } from '../../src/transport/json.ts';
 
-const canon = (wire: string): string => canonicalJson(parseJson(wire));
+/** The canonical text of a wire value, checked to be the same whether written
+ * from the parsed value or built by the parser as it reads (the verifier's way). */
+function canon(wire: string): string {
+  const written = canonicalJson(parseJson(wire));
+  // (Wrapped in an object: one level deeper, so the deepest nesting allowed is left out.)
+  if (!wire.startsWith('['.repeat(MAX_JSON_DEPTH))) expect(parseJsonMembers(`{"v":${wire}}`).members!.canons).toEqual([written]);
+  return written;
+}
 
 function expectJsonError(fn: () => unknown, rule: RegExp): void {
   try {
@@ -228,5 +237,63 @@ describe('building and viewing values', () => {
     const value = toJsonValue({ v: 2, b: jsonFloat(1e16), a: 'x' });
     expect(compactJson(value)).toBe('{"v":2,"b":1e+16,"a":"x"}');
     expect(canonicalJson(value)).toBe('{"a":"x","b":1e+16,"v":2}');
+  });
+});
+
+describe('canonical text built while parsing (parseJsonMembers)', () => {
+  // Random values, written with random whitespace, \u escapes and duplicate keys:
+  // the parser's member texts must be exactly what the writer makes of the value.
+  let seed = 7;
+  const rand = (n: number): number => {
+    seed = (seed * 1103515245 + 12345) % 2147483648;
+    return seed % n;
+  };
+  const ws = (): string => [' ', '', '\n', '\t ', ''][rand(5)]!;
+  const CHARS = ['a', 'Z', ' ', '"', '\\', '/', '\n', '\u0001', '\u007f', 'é', '\u2028', '\ue000', '\u{1F600}', '_', '0'];
+  const text = (): string => Array.from({ length: rand(6) }, () => CHARS[rand(CHARS.length)]!).join('');
+  const str = (s: string): string =>
+    // Some characters escaped as \uXXXX even where a raw one would do.
+    `"${[...s].map((c) => (rand(4) === 0 ? c.split('').map((u) => `\\u${u.charCodeAt(0).toString(16).padStart(4, '0')}`).join('') : JSON.stringify(c).slice(1, -1))).join('')}"`;
+  const NUMBERS = ['0', '-0', '12', '-7', '123456789012345', '1234567890123456789', '1.0', '-0.0', '1e3', '2.5E-7', '0.1', '1e400'.slice(0, 4), '100', '9007199254740993'];
+  function wire(depth: number): string {
+    const kind = depth > 3 ? rand(4) : rand(6);
+    if (kind === 0) return ['null', 'true', 'false'][rand(3)]!;
+    if (kind === 1) return NUMBERS[rand(NUMBERS.length)]!;
+    if (kind === 2 || kind === 3) return str(text());
+    if (kind === 4) return `[${ws()}${Array.from({ length: rand(4) }, () => wire(depth + 1)).join(`${ws()},${ws()}`)}${ws()}]`;
+    const keys = Array.from({ length: rand(7) }, () => (rand(5) === 0 ? '__proto__' : text()));
+    if (keys.length > 0 && rand(3) === 0) keys.push(keys[0]!); // a duplicate key
+    return `{${ws()}${keys.map((k) => `${str(k)}${ws()}:${ws()}${wire(depth + 1)}`).join(`${ws()},${ws()}`)}${ws()}}`;
+  }
+
+  test('2,000 random objects: every member text equals the written one', () => {
+    let objects = 0;
+    for (let i = 0; i < 2000; i++) {
+      const w = `{"k":${wire(1)},${str(text())}:${wire(0)}}`;
+      const value = parseJson(w) as JsonObject;
+      const { members } = parseJsonMembers(w);
+      expect(members!.keys).toEqual(Object.keys(value));
+      expect(members!.canons).toEqual(members!.keys.map((k) => canonicalJson(value[k]!)));
+      expect(canonicalObject([...members!.keys], [...members!.canons])).toBe(canonicalJson(value));
+      objects++;
+    }
+    expect(objects).toBe(2000);
+  });
+
+  test('more than 16 keys, and keys needing escapes, sort as the writer sorts them', () => {
+    const many = Object.fromEntries(Array.from({ length: 40 }, (_, i) => [`k${(i * 7) % 40}`, i]));
+    const odd = { '\u{1F600}': 1, '\ue000': 2, 'a"b': 3, é: 4, '': 5 };
+    for (const object of [many, odd, { ...many, ...odd }]) {
+      const w = JSON.stringify({ o: object });
+      const { members } = parseJsonMembers(w);
+      expect(members!.canons[0]).toBe(canonicalJson(toJsonValue(object)));
+    }
+  });
+
+  test('members only for an object; errors as parseJson', () => {
+    expect(parseJsonMembers('[1,2]').members).toBeNull();
+    expect(parseJsonMembers('"x"').members).toBeNull();
+    expect(() => parseJsonMembers('{"a":1} x')).toThrow(JsonError);
+    expect(() => parseJsonMembers('{"a":"\\ud800"}')).toThrow(JsonError);
   });
 });
