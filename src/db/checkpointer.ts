@@ -4,12 +4,12 @@
 // which with SQLite's default, inline autocheckpoint cost about as much as the
 // writes themselves. See openSqlite's `backgroundCheckpoints`.
 import { Database } from 'bun:sqlite';
-import { statSync } from 'node:fs';
 
 export interface CheckpointerStart {
   path: string;
   intervalMs: number;
-  /** WAL size above which a RESTART checkpoint lets the next writer start the file over. */
+  /** WAL content (frames since the file last started over) above which a
+   * RESTART checkpoint makes the next writer start the file over. */
   restartAboveBytes: number;
 }
 
@@ -18,33 +18,59 @@ declare const self: Worker;
 let conn: Database | null = null;
 let timer: ReturnType<typeof setInterval> | undefined;
 
-function walBytes(path: string): number {
-  try {
-    return statSync(`${path}-wal`).size;
-  } catch {
-    return 0;
-  }
-}
+/** Thread -> service: pause your writes (a RESTART is due); then resume them. */
+export type CheckpointerNote = 'started' | 'stopped' | 'pause-writes' | 'resume-writes';
+/** Service -> thread: start, stop, or: writes are paused now. */
+export type CheckpointerOrder = CheckpointerStart | 'stop' | 'writes-paused';
 
-self.onmessage = (event: MessageEvent<CheckpointerStart | 'stop'>) => {
+let restart: (() => void) | null = null;
+
+self.onmessage = (event: MessageEvent<CheckpointerOrder>) => {
+  const note = (n: CheckpointerNote) => self.postMessage(n);
   if (event.data === 'stop') {
     clearInterval(timer);
     conn?.close();
-    self.postMessage('stopped');
+    note('stopped');
+    return;
+  }
+  if (event.data === 'writes-paused') {
+    restart?.();
+    note('resume-writes');
     return;
   }
   const { path, intervalMs, restartAboveBytes } = event.data;
-  conn = new Database(path, { create: false });
-  // A PASSIVE checkpoint never waits; a RESTART waits a little for writers to finish.
-  conn.exec('PRAGMA busy_timeout = 1000');
+  const db = (conn = new Database(path, { create: false }));
+  // With the service's writes paused a RESTART only waits on readers, briefly.
+  db.exec('PRAGMA busy_timeout = 1000');
+  const pageBytes = (db.query('PRAGMA page_size').get() as { page_size: number }).page_size;
+  const checkpoint = (mode: 'PASSIVE' | 'RESTART') => db.query(`PRAGMA wal_checkpoint(${mode})`).get() as { log: number };
+  let walFrames = 0;
   timer = setInterval(() => {
+    if (restart) return; // waiting for the writes to pause
     try {
-      // Under steady writes a PASSIVE checkpoint rarely catches up completely,
-      // and the WAL only starts over after one that does: bound it.
-      conn!.exec(walBytes(path) > restartAboveBytes ? 'PRAGMA wal_checkpoint(RESTART)' : 'PRAGMA wal_checkpoint(PASSIVE)');
+      walFrames = checkpoint('PASSIVE').log;
     } catch {
-      // Busy or locked: the next tick tries again.
+      return; // busy or locked: the next tick tries again
     }
+    // A writer starts the WAL over only when it begins with every frame
+    // already copied back, which a busy writer, beginning right after its
+    // last commit, never does: it would grow without end. When the WAL holds
+    // too much, the service pauses its writes (a lock waiting for a writer
+    // that keeps coming back would wait in vain), a RESTART copies the rest
+    // (the PASSIVE pass just copied nearly everything) and the next writer
+    // starts the file over. Judged by the frames in use, not the file's size:
+    // a WAL file keeps its size when it starts over.
+    if (walFrames * pageBytes <= restartAboveBytes) return;
+    restart = () => {
+      restart = null;
+      try {
+        checkpoint('RESTART');
+        walFrames = 0;
+      } catch {
+        // Busy (a reader held on): the next tick tries again.
+      }
+    };
+    note('pause-writes');
   }, intervalMs);
-  self.postMessage('started');
+  note('started');
 };

@@ -21,7 +21,7 @@ import { Mutex } from '../lib/mutex.ts';
 import { tablesFor, type Tables } from './schema.ts';
 import { logger } from '../lib/log.ts';
 import { workerEntry } from '../lib/workers.ts';
-import type { CheckpointerStart } from './checkpointer.ts';
+import type { CheckpointerNote, CheckpointerOrder, CheckpointerStart } from './checkpointer.ts';
 import type { DatabaseTarget } from './url.ts';
 
 const log = logger('db');
@@ -63,6 +63,9 @@ export interface OpenOptions {
   /** SQLite, for `svc serve`: WAL checkpoints run in a worker thread instead of
    * inline after commits (src/db/checkpointer.ts). */
   backgroundCheckpoints?: boolean;
+  /** With backgroundCheckpoints: how much the WAL may hold before writers are
+   * made to start it over (64 MiB; tests lower it). */
+  walRestartAboveBytes?: number;
 }
 
 export class DatabaseMissingError extends Error {}
@@ -121,7 +124,9 @@ function openSqlite(target: Extract<DatabaseTarget, { dialect: 'sqlite' }>, opti
   if (!existed) chmodSync(target.path, 0o600);
   const readerConn = open();
   readerConn.exec('PRAGMA query_only = ON');
-  const checkpointer = options.backgroundCheckpoints ? startCheckpointer(target.path, writerConn) : null;
+  // Write transactions, one at a time (the checkpoint thread also takes it to pause writes).
+  const lock = new Mutex();
+  const checkpointer = options.backgroundCheckpoints ? startCheckpointer(target.path, writerConn, lock, options.walRestartAboveBytes ?? RESTART_ABOVE_BYTES) : null;
   const t = tablesFor('sqlite');
   const writerQ = drizzleSqlite(writerConn);
   const readerQ = drizzleSqlite(readerConn);
@@ -148,7 +153,6 @@ function openSqlite(target: Extract<DatabaseTarget, { dialect: 'sqlite' }>, opti
   };
   const reader = executor('sqlite', readerQ, t, ...sqliteOn(readerConn));
   const writer = executor('sqlite', writerQ, t, ...sqliteOn(writerConn));
-  const lock = new Mutex();
   return {
     ...reader,
     target,
@@ -181,32 +185,58 @@ function openSqlite(target: Extract<DatabaseTarget, { dialect: 'sqlite' }>, opti
 const CHECKPOINT_INTERVAL_MS = 500;
 const RESTART_ABOVE_BYTES = 64 * 1024 * 1024;
 const STOP_WAIT_MS = 2000;
+const RESUME_WAIT_MS = 2000;
 
 /** Moves the WAL checkpoints of `writer`'s database to a worker thread. Should
  * the thread fail, the writer checkpoints inline again (SQLite's default). */
-function startCheckpointer(path: string, writer: Database): { stop(): Promise<void> } {
+function startCheckpointer(path: string, writer: Database, writes: Mutex, restartAboveBytes: number): { stop(): Promise<void> } {
   const worker = new Worker(workerEntry('db/checkpointer'));
+  const order = (o: CheckpointerOrder) => worker.postMessage(o);
   writer.exec('PRAGMA wal_autocheckpoint = 0');
+  // Writes paused for a RESTART checkpoint resume when the thread says so, or
+  // after RESUME_WAIT_MS whatever happened to it (writes never hang on it).
+  let resume: (() => void) | null = null;
+  const resumeWrites = () => {
+    resume?.();
+    resume = null;
+  };
+  let stopped: (() => void) | null = null;
+  worker.onmessage = (event: MessageEvent<CheckpointerNote>) => {
+    if (event.data === 'pause-writes') {
+      void writes.run(
+        () =>
+          new Promise<void>((resolve) => {
+            const timer = setTimeout(resumeWrites, RESUME_WAIT_MS);
+            resume = () => {
+              clearTimeout(timer);
+              resolve();
+            };
+            order('writes-paused');
+          }),
+      );
+    } else if (event.data === 'resume-writes') resumeWrites();
+    else if (event.data === 'stopped') stopped?.();
+  };
   worker.onerror = (event) => {
     log.error({ err: event.message }, 'the WAL checkpoint thread failed; checkpointing inline again');
     writer.exec('PRAGMA wal_autocheckpoint = 1000');
     worker.terminate();
+    resumeWrites();
   };
-  const start: CheckpointerStart = { path, intervalMs: CHECKPOINT_INTERVAL_MS, restartAboveBytes: RESTART_ABOVE_BYTES };
-  worker.postMessage(start);
+  const start: CheckpointerStart = { path, intervalMs: CHECKPOINT_INTERVAL_MS, restartAboveBytes };
+  order(start);
   return {
     stop: () =>
       new Promise<void>((resolve) => {
         const done = () => {
           clearTimeout(timer);
           worker.terminate();
+          resumeWrites();
           resolve();
         };
         const timer = setTimeout(done, STOP_WAIT_MS);
-        worker.onmessage = (event) => {
-          if (event.data === 'stopped') done();
-        };
-        worker.postMessage('stop');
+        stopped = done;
+        order('stop');
       }),
   };
 }

@@ -3,7 +3,7 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
 import { eq, sql } from 'drizzle-orm';
 import { Database } from 'bun:sqlite';
-import { statSync } from 'node:fs';
+import { closeSync, openSync, readSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { openDatabase, type Db } from '../../src/db/connect.ts';
 import { appliedMigrations, headRevision, knownMigrations, knownTables, listTables, schemaState, sync, upgrade } from '../../src/db/migrate.ts';
@@ -158,4 +158,43 @@ describe.if(testDialect() === 'sqlite')('SQLite WAL checkpoints of a running ser
     expect(check.query('SELECT COUNT(*) AS n FROM filler').get()).toEqual({ n: 2000 });
     check.close();
   });
+
+  test('writes that never pause still see the WAL start over once it holds more than the limit', async () => {
+    // A writer only starts the WAL over when it finds every frame copied back,
+    // which one that is always busy never does: the thread has the service
+    // pause its writes for a moment and makes the next one start over.
+    const path = join(tempDir('svc-wal-'), 'svc.db');
+    const wal = openDatabase({ dialect: 'sqlite', path }, { backgroundCheckpoints: true, walRestartAboveBytes: 1_000_000 });
+    // The WAL header's checkpoint sequence number goes up each time the file starts over.
+    const header = Buffer.alloc(16);
+    const startsOver = (): number => {
+      const fd = openSync(`${path}-wal`, 'r');
+      try {
+        readSync(fd, header, 0, 16, 0);
+        return header.readUInt32BE(12);
+      } finally {
+        closeSync(fd);
+      }
+    };
+    let written = 0;
+    try {
+      await wal.tx((tx) => tx.run(sql`CREATE TABLE filler (id INTEGER PRIMARY KEY, body TEXT NOT NULL)`));
+      const first = startsOver();
+      const until = Date.now() + 15_000;
+      while (startsOver() < first + 3 && Date.now() < until) {
+        // About 200 kB a transaction, back to back.
+        await wal.tx((tx) => tx.query(`INSERT INTO filler (body) SELECT printf('%.1000c', 'x') FROM (WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 200) SELECT i FROM n)`, []));
+        written += 200_000;
+        // The event loop turns (as a serving process's does); the writes go on at once.
+        await new Promise((resolve) => setImmediate(resolve));
+      }
+      expect(startsOver()).toBeGreaterThanOrEqual(first + 3);
+      expect(statSync(`${path}-wal`).size).toBeLessThan(written);
+    } finally {
+      await wal.close();
+    }
+    const check = new Database(path, { readonly: true });
+    expect(check.query('SELECT COUNT(*) AS n FROM filler').get()).toEqual({ n: written / 1000 });
+    check.close();
+  }, 30_000);
 });
