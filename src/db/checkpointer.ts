@@ -40,8 +40,10 @@ self.onmessage = (event: MessageEvent<CheckpointerOrder>) => {
   }
   const { path, intervalMs, restartAboveBytes } = event.data;
   const db = (conn = new Database(path, { create: false }));
-  // With the service's writes paused a RESTART only waits on readers, briefly.
-  db.exec('PRAGMA busy_timeout = 1000');
+  // Only a RESTART waits (PASSIVE never does): with this process's writes
+  // paused, on readers and other processes' writers (`--workers`), whose
+  // transactions are short; bounded, as this process's writes wait meanwhile.
+  db.exec('PRAGMA busy_timeout = 200');
   const pageBytes = (db.query('PRAGMA page_size').get() as { page_size: number }).page_size;
   const checkpoint = (mode: 'PASSIVE' | 'RESTART') => db.query(`PRAGMA wal_checkpoint(${mode})`).get() as { log: number };
   let walFrames = 0;

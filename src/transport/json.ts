@@ -376,8 +376,10 @@ export function canonicalObject(keys: string[], canons: string[]): string {
     const order = keys.map((_, i) => i).sort((a, b) => (plainKeys ? (keys[a]! < keys[b]! ? -1 : 1) : compareCodePoints(keys[a]!, keys[b]!)));
     const k = order.map((i) => keys[i]!);
     const c = order.map((i) => canons[i]!);
-    keys.splice(0, keys.length, ...k);
-    canons.splice(0, canons.length, ...c);
+    for (let i = 0; i < k.length; i++) {
+      keys[i] = k[i]!;
+      canons[i] = c[i]!;
+    }
   }
   let out = '{';
   for (let i = 0; i < keys.length; i++) {

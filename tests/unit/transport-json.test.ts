@@ -290,6 +290,13 @@ describe('canonical text built while parsing (parseJsonMembers)', () => {
     }
   });
 
+  test('an object of 100,000 keys (a frame of about 1 MiB) sorts without running out of stack', () => {
+    const keys = Array.from({ length: 100_000 }, (_, i) => `k${(i * 7919) % 100_000}`);
+    const w = `{"o":{${keys.map((k, i) => `"${k}":${i}`).join(',')}}}`;
+    const value = parseJson(w) as JsonObject;
+    expect(parseJsonMembers(w).members!.canons[0]).toBe(canonicalJson(value.o!));
+  });
+
   test('members only for an object; errors as parseJson', () => {
     expect(parseJsonMembers('[1,2]').members).toBeNull();
     expect(parseJsonMembers('"x"').members).toBeNull();
