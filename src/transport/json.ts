@@ -231,11 +231,15 @@ class Parser {
     // With `canonical`: the keys and their members' canonical value texts, in parallel.
     const keys: string[] | null = this.canonical ? [] : null;
     const canons: string[] = [];
+    // Positions of keys, made at the first repeated key: a frame of repeated
+    // keys would otherwise cost a scan of the keys for each (before its HMAC is checked).
+    let positions: Map<string, number> | null = null;
     this.pos++;
     this.ws();
     if (this.text[this.pos] === '}') {
       this.pos++;
       this.canon = '{}';
+      if (keys && depth === 1) this.members = { keys, canons };
       return out;
     }
     for (;;) {
@@ -249,8 +253,11 @@ class Parser {
       const seen = keys !== null && key in out;
       out[key] = this.value(depth); // duplicate keys: the last one wins, as in Python
       if (keys) {
-        if (seen) canons[keys.indexOf(key)] = this.canon;
-        else {
+        if (seen) {
+          positions ??= new Map(keys.map((k, i) => [k, i]));
+          canons[positions.get(key)!] = this.canon;
+        } else {
+          positions?.set(key, keys.length);
           keys.push(key);
           canons.push(this.canon);
         }

@@ -89,6 +89,7 @@ describe('shape and version', () => {
   test('must be an object with a string type', () => {
     expectFrameError(() => verifier.verify('[]'), 'protocol', /JSON object/);
     expectFrameError(() => verifier.verify('"heartbeat"'), 'protocol', /JSON object/);
+    expectFrameError(() => verifier.verify('{}'), 'protocol', /missing required type/);
     expectFrameError(() => verifier.verify(agentFrame({ type: undefined })), 'protocol', /type/);
     expectFrameError(() => verifier.verify(agentFrame({ type: 5 })), 'protocol', /type/);
   });
