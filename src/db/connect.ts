@@ -201,11 +201,14 @@ function startCheckpointer(path: string, writer: Database, writes: Mutex, restar
     resume = null;
   };
   let stopped: (() => void) | null = null;
+  // Stopped or failed: a pause still queued behind a transaction lets writes go at once.
+  let gone = false;
   worker.onmessage = (event: MessageEvent<CheckpointerNote>) => {
     if (event.data === 'pause-writes') {
       void writes.run(
         () =>
           new Promise<void>((resolve) => {
+            if (gone) return resolve();
             const timer = setTimeout(resumeWrites, RESUME_WAIT_MS);
             resume = () => {
               clearTimeout(timer);
@@ -221,6 +224,7 @@ function startCheckpointer(path: string, writer: Database, writes: Mutex, restar
     log.error({ err: event.message }, 'the WAL checkpoint thread failed; checkpointing inline again');
     writer.exec('PRAGMA wal_autocheckpoint = 1000');
     worker.terminate();
+    gone = true;
     resumeWrites();
   };
   const start: CheckpointerStart = { path, intervalMs: CHECKPOINT_INTERVAL_MS, restartAboveBytes };
@@ -231,6 +235,7 @@ function startCheckpointer(path: string, writer: Database, writes: Mutex, restar
         const done = () => {
           clearTimeout(timer);
           worker.terminate();
+          gone = true;
           resumeWrites();
           resolve();
         };
