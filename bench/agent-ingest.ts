@@ -2,7 +2,9 @@
 //   bun bench/agent-ingest.ts [--pg] [agents=4] [uploads-per-agent=20] [--workers=N] [--warmup=uploads-per-agent]
 // Prints the rate, svc CPU (all threads, and per thread name) and the benchmark's own CPU.
 // Each agent probes, then uploads batches of 500 frames with one event per
-// frame (what z4j agents send), one request in flight per agent. Frames are
+// frame (what z4j agents send), each a task.succeeded of a new task whose id
+// is a random UUID as Celery's are (ids counting up would land side by side in
+// the task-id indexes and flatter them), one request in flight per agent. Frames are
 // signed before the clock starts so the figure is the server's. The rate is
 // events stored (counted in the database afterwards) over wall time.
 // --warmup=N: each agent first sends N untimed uploads (a cold process spends
@@ -28,19 +30,13 @@ for (const a of agents) if ((await a.probe()).status !== 200) throw new Error('p
 // Warm-up, untimed: each agent's first uploads run while the JIT compiles the
 // hot paths (a service that has been up for a while is past this).
 const warmup = Number(process.argv.find((a) => a.startsWith('--warmup='))?.split('=')[1] ?? 0);
-const batch = (a: TestAgent) => JSON.stringify({ frames: Array.from({ length: FRAMES }, () => a.eventBatch([taskEvent()])) });
+const succeeded = () =>
+  taskEvent({ task_id: crypto.randomUUID(), kind: 'task.succeeded', data: { task_name: 'app.tasks.add', queue: 'default', worker: 'w1@host', result: 3, runtime_ms: 12 } });
+const batch = (a: TestAgent) => JSON.stringify({ frames: Array.from({ length: FRAMES }, () => a.eventBatch([succeeded()])) });
 let warmAccepted = 0;
 const warmBodies = agents.map((a) => Array.from({ length: warmup }, () => batch(a)));
 // Sign everything up front (well inside the 60 s freshness window).
-const bodies = agents.map((a) =>
-  Array.from({ length: uploadsPerAgent }, () =>
-    JSON.stringify({
-      frames: Array.from({ length: FRAMES }, () =>
-        a.eventBatch([taskEvent({ kind: 'task.succeeded', data: { task_name: 'app.tasks.add', queue: 'default', worker: 'w1@host', result: 3, runtime_ms: 12 } })]),
-      ),
-    }),
-  ),
-);
+const bodies = agents.map((a) => Array.from({ length: uploadsPerAgent }, () => batch(a)));
 await Promise.all(
   agents.map(async (a, i) => {
     for (const body of warmBodies[i]!) {

@@ -12,6 +12,8 @@ import f0005s from '../../migrations/sqlite/0005_task_listing.sql' with { type: 
 import f0005p from '../../migrations/postgres/0005_task_listing.sql' with { type: 'text' };
 import f0006s from '../../migrations/sqlite/0006_drop_unused_task_index.sql' with { type: 'text' };
 import f0006p from '../../migrations/postgres/0006_drop_unused_task_index.sql' with { type: 'text' };
+import f0007s from '../../migrations/sqlite/0007_events_by_task_id.sql' with { type: 'text' };
+import f0007p from '../../migrations/postgres/0007_events_by_task_id.sql' with { type: 'text' };
 
 export interface MigrationSource {
   revision: string;
@@ -27,4 +29,5 @@ export const MIGRATIONS: MigrationSource[] = [
   { revision: '0004', name: 'agents', sqlite: f0004s, postgres: f0004p },
   { revision: '0005', name: 'task_listing', sqlite: f0005s, postgres: f0005p },
   { revision: '0006', name: 'drop_unused_task_index', sqlite: f0006s, postgres: f0006p },
+  { revision: '0007', name: 'events_by_task_id', sqlite: f0007s, postgres: f0007p },
 ];

@@ -6,7 +6,7 @@ import type { Executor } from '../db/connect.ts';
 import { projectEvents } from '../tasks/service.ts';
 import type { TaskState } from '../tasks/tables.ts';
 import type { EventRecord } from './events.ts';
-import { countEvents, eventsOfTask, insertEvents, type EventRow } from './store.ts';
+import { eventsOfTask, insertEvents, type EventRow } from './store.ts';
 
 export { readEvents, MAX_EVENTS_PER_BATCH, type EventRecord } from './events.ts';
 
@@ -69,4 +69,3 @@ export async function storeEvents(
 }
 
 export const taskEvents = (ex: Executor, projectId: string, engine: string, taskId: string) => eventsOfTask(ex, projectId, engine, taskId);
-export const projectEventCount = (ex: Executor, projectId: string) => countEvents(ex, projectId);

@@ -1,5 +1,5 @@
 // Queries of the durable event store.
-import { and, asc, eq, sql } from 'drizzle-orm';
+import { and, asc, eq } from 'drizzle-orm';
 import { bulkWrite, type BulkWrite } from '../db/bulk.ts';
 import type { Executor } from '../db/connect.ts';
 
@@ -25,9 +25,4 @@ export async function eventsOfTask(ex: Executor, projectId: string, engine: stri
     .from(t)
     .where(and(eq(t.project_id, projectId), eq(t.engine, engine), eq(t.task_id, taskId)))
     .orderBy(asc(t.occurred_at), asc(t.id));
-}
-
-export async function countEvents(ex: Executor, projectId: string): Promise<number> {
-  const [r] = await ex.all<{ n: number }>(sql`SELECT COUNT(*) AS n FROM events WHERE project_id = ${projectId}`);
-  return Number(r!.n);
 }

@@ -158,19 +158,28 @@ class PoolFailed extends Error {}
 // [type, id, seq as decimal text, nonce, ts, ts parsed, payload, batch (or -1: none)];
 // anything else (refusals, handshakes, big integers) as 0, with the result
 // itself in `cloned`, in order. (A float -0.0 arrives as 0: storage writes
-// both as 0 anyway, through JSON.stringify.)
+// both as 0 anyway, through JSON.stringify.) One JSON.stringify call writes
+// the whole upload (a call per frame cost twice as much); only an upload with
+// a bigint left in some payload is written frame by frame.
 export function toWire(results: DecodeResult[]): { wire: string; cloned: DecodeResult[] } {
+  const entries = results.map((r) => {
+    if (r.kind !== 'decoded' || typeof r.stamp.seq !== 'bigint') return 0;
+    const { seq, nonce, ts, tsMicros } = r.stamp;
+    return [r.type, r.id, seq.toString(), nonce, ts, tsMicros ?? null, r.payload, r.batch === undefined ? -1 : r.batch];
+  });
+  try {
+    return { wire: JSON.stringify(entries), cloned: results.filter((_, i) => entries[i] === 0) };
+  } catch {
+    // A bigint in some payload: find its frames one by one.
+  }
   const cloned: DecodeResult[] = [];
-  const parts = results.map((r) => {
-    if (r.kind === 'decoded' && typeof r.stamp.seq === 'bigint') {
-      try {
-        const { seq, nonce, ts, tsMicros } = r.stamp;
-        return JSON.stringify([r.type, r.id, seq.toString(), nonce, ts, tsMicros ?? null, r.payload, r.batch === undefined ? -1 : r.batch]);
-      } catch {
-        // a bigint in the data: cloned below
-      }
+  const parts = entries.map((entry, i) => {
+    try {
+      if (entry !== 0) return JSON.stringify(entry);
+    } catch {
+      // this one: cloned below
     }
-    cloned.push(r);
+    cloned.push(results[i]!);
     return '0';
   });
   return { wire: `[${parts.join(',')}]`, cloned };

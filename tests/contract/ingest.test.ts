@@ -14,7 +14,7 @@ import { newFrameContext, routeFrames } from '../../src/transport/router.ts';
 import { FrameSigner } from '../../src/transport/signer.ts';
 import { FrameVerifier } from '../../src/transport/verifier.ts';
 import { testDialect, type TestService } from '../helpers/app.ts';
-import { agentFixture, TEST_ACTOR } from '../helpers/agents.ts';
+import { agentFixture, insertProject, TEST_ACTOR } from '../helpers/agents.ts';
 import { metricValue } from '../helpers/metrics.ts';
 
 let svc: TestService;
@@ -35,12 +35,12 @@ const ev = (kind: string, taskId: string, offsetMs: number, data: Record<string,
   data: { task_name: 'app.add', queue: 'default', worker: 'w1', ...data },
 });
 /** Reads and stores one batch the way the router does (payload parsed from wire JSON). */
-async function ingest(events: unknown[], frameId: string | null = `ev_${crypto.randomUUID().slice(0, 12)}`, agent = agentId) {
+async function ingest(events: unknown[], frameId: string | null = `ev_${crypto.randomUUID().slice(0, 12)}`, agent = agentId, projectId = project.id) {
   // "__BIG__" stands for an integer beyond 2^53, which JSON.stringify cannot write.
   const text = JSON.stringify({ events }).replaceAll('"__BIG__"', '123456789012345678901234567890');
   const payload = toPlainObject(parseJson(text) as JsonObject);
-  const read = readEvents(payload, { projectId: project.id, agentId: agent, frameId, nowMicros: nowMicros() });
-  const stored = await svc.ctx.db.tx((tx) => storeEvents(tx, { projectId: project.id, agentId: agent, frameId }, read.records, nowIso()));
+  const read = readEvents(payload, { projectId, agentId: agent, frameId, nowMicros: nowMicros() });
+  const stored = await svc.ctx.db.tx((tx) => storeEvents(tx, { projectId, agentId: agent, frameId }, read.records, nowIso()));
   return { ...read, ...stored };
 }
 
@@ -88,6 +88,25 @@ describe(`ingest on ${testDialect()}`, () => {
     const big = await taskEvents(svc.ctx.db, project.id, 'celery', 'big');
     expect(big[0]!.payload).toMatchObject({ note: 'a\ufffdb', kwargs: { n: '123456789012345678901234567890' } });
     expect((await findTask(svc.ctx.db, project.id, 'celery', 'big'))!.kwargs).toEqual({ n: '123456789012345678901234567890' });
+  });
+
+  test("a task's events: by task id alone in the index, this project's and engine's only, oldest first", async () => {
+    await ingest([ev('task.succeeded', 'shared-id', -1000), ev('task.started', 'shared-id', -3000), { ...ev('task.started', 'shared-id', -2000), engine: 'rq' }]);
+    const other = await insertProject(svc.ctx.db, 'other');
+    const otherAgent = (await mintAgent(svc.ctx, other.id, 'elsewhere', TEST_ACTOR)).agent.id;
+    await ingest([ev('task.received', 'shared-id', -4000)], null, otherAgent, other.id);
+    const found = await taskEvents(svc.ctx.db, project.id, 'celery', 'shared-id');
+    expect(found.map((e) => e.kind)).toEqual(['task.started', 'task.succeeded']);
+    expect((await taskEvents(svc.ctx.db, other.id, 'celery', 'shared-id')).map((e) => e.kind)).toEqual(['task.received']);
+    if (testDialect() === 'sqlite') {
+      const plan = await svc.ctx.db.all<{ detail: string }>(
+        sql`EXPLAIN QUERY PLAN SELECT * FROM events WHERE project_id = ${project.id} AND engine = 'celery' AND task_id = 'shared-id' ORDER BY occurred_at, id`,
+      );
+      expect(plan.map((p) => p.detail).join('; ')).toContain('USING INDEX events_task (task_id=?)');
+    } else {
+      const [ix] = await svc.ctx.db.all<{ indexdef: string }>(sql`SELECT indexdef FROM pg_indexes WHERE indexname = 'events_task'`);
+      expect(ix!.indexdef).toContain('(task_id)');
+    }
   });
 
   test('task projection: terminal states win over later non-terminal ones; newer wins within a tier; retries counted; fields merged', async () => {
