@@ -68,3 +68,31 @@ export function expectFrameError(fn: () => unknown, kind: FrameErrorKind, rule?:
   }
   throw new Error(`expected a FrameError of kind ${kind}`);
 }
+
+/** Random JSON texts, the same for a seed: random whitespace, strings with
+ * escapes (some as \uXXXX where a raw character would do), astral and
+ * separator characters, numbers Python reads as ints or floats (some past
+ * 2^53), `__proto__` and duplicate keys. */
+export function randomJsonWriter(seed: number) {
+  const rand = (n: number): number => {
+    seed = (seed * 1103515245 + 12345) % 2147483648;
+    return Math.floor(seed / 65536) % n; // the high bits: the low ones of this generator repeat quickly
+  };
+  const ws = (): string => [' ', '', '\n', '\t ', ''][rand(5)]!;
+  const CHARS = ['a', 'Z', ' ', '"', '\\', '/', '\n', '\u0001', '\u007f', 'é', '\u2028', '\ue000', '\u{1F600}', '_', '0'];
+  const text = (): string => Array.from({ length: rand(6) }, () => CHARS[rand(CHARS.length)]!).join('');
+  const str = (s: string): string =>
+    `"${[...s].map((c) => (rand(4) === 0 ? c.split('').map((u) => `\\u${u.charCodeAt(0).toString(16).padStart(4, '0')}`).join('') : JSON.stringify(c).slice(1, -1))).join('')}"`;
+  const NUMBERS = ['0', '-0', '12', '-7', '123456789012345', '1234567890123456789', '1.0', '-0.0', '1e3', '2.5E-7', '0.1', '1e40', '100', '9007199254740993'];
+  function wire(depth: number): string {
+    const kind = depth > 3 ? rand(4) : rand(6);
+    if (kind === 0) return ['null', 'true', 'false'][rand(3)]!;
+    if (kind === 1) return NUMBERS[rand(NUMBERS.length)]!;
+    if (kind === 2 || kind === 3) return str(text());
+    if (kind === 4) return `[${ws()}${Array.from({ length: rand(4) }, () => wire(depth + 1)).join(`${ws()},${ws()}`)}${ws()}]`;
+    const keys = Array.from({ length: rand(7) }, () => (rand(5) === 0 ? '__proto__' : text()));
+    if (keys.length > 0 && rand(3) === 0) keys.push(keys[0]!); // a duplicate key
+    return `{${ws()}${keys.map((k) => `${str(k)}${ws()}:${ws()}${wire(depth + 1)}`).join(`${ws()},${ws()}`)}${ws()}}`;
+  }
+  return { rand, wire, str, text };
+}

@@ -1,11 +1,15 @@
 import { afterEach, beforeEach, describe, expect, test } from 'bun:test';
 import { resetClock, setClock } from '../../src/lib/clock.ts';
 import { FrameError } from '../../src/transport/errors.ts';
-import { OUTBOUND_SIGNED_TYPES, type FrameBinding } from '../../src/transport/frames.ts';
+import { frameHmac, OUTBOUND_SIGNED_TYPES, quickEnvelopeText, signingEnvelope, type FrameBinding } from '../../src/transport/frames.ts';
+import { canonicalJson, parseJson, type JsonObject } from '../../src/transport/json.ts';
+import { formatFrameTimestamp } from '../../src/transport/timestamp.ts';
+import { hmacHex } from '../../src/lib/crypto.ts';
+import { nowMicros } from '../../src/lib/clock.ts';
 import { jsonFloat } from '../../src/transport/json-convert.ts';
 import { FrameSigner } from '../../src/transport/signer.ts';
 import { FrameVerifier, type VerifiedSignedFrame } from '../../src/transport/verifier.ts';
-import { agentFrame, BINDING, expectFrameError, HEARTBEAT_PAYLOAD, newClock, SECRET } from './transport-fixtures.ts';
+import { agentFrame, BINDING, expectFrameError, HEARTBEAT_PAYLOAD, newClock, randomJsonWriter, SECRET } from './transport-fixtures.ts';
 
 let verifier: FrameVerifier;
 beforeEach(() => {
@@ -307,5 +311,70 @@ describe('errors are typed', () => {
     expect(error).toBeInstanceOf(Error);
     expect(error).toBeInstanceOf(FrameError);
     expect(error.name).toBe('FrameError');
+  });
+});
+
+describe('the quick path for event batches', () => {
+  // Frames signed as agents sign them (over the canonical text), with random
+  // data: decode (quick path first) and decodeFully give the same frames, or
+  // the same refusals. Values compared as storage writes them (-0 as 0).
+  const { wire } = randomJsonWriter(11);
+  const outcome = (f: () => unknown): string => {
+    try {
+      return JSON.stringify(f(), (_, v: unknown) => (typeof v === 'bigint' ? `${v}n` : v));
+    } catch (e) {
+      if (e instanceof FrameError) return `${e.kind}: ${e.message}`;
+      throw e;
+    }
+  };
+  /** The frame text with an hmac over its canonical envelope appended (null: Python could not sign it). */
+  const signed = (text: string): string | null => {
+    let frame: JsonObject;
+    try {
+      frame = parseJson(text) as JsonObject;
+    } catch {
+      return null;
+    }
+    return `${text.slice(0, -1)},"hmac":"${frameHmac(SECRET, frame, BINDING)}"}`;
+  };
+
+  test('3,000 random event batches, and each with a wrong hmac: decode and decodeFully agree', () => {
+    let quick = 0;
+    let compared = 0;
+    for (let i = 0; i < 3000; i++) {
+      const ts = formatFrameTimestamp(nowMicros());
+      const event = `{"kind":"task.succeeded","engine":"celery","task_id":"t-${i}","occurred_at":"2026-05-01T12:00:00+00:00","data":${wire(1)}}`;
+      const text = signed(`{"v":2,"type":"event_batch","id":"ev_${i}","seq":${i + 1},"nonce":"n-${i}","ts":"${ts}","payload":{"events":[${event}],"extra":${wire(2)}}}`);
+      if (text === null) continue;
+      const parsed = JSON.parse(text) as Record<string, unknown>;
+      if (quickEnvelopeText(parsed, BINDING) === canonicalJson(signingEnvelope(parseJson(text) as JsonObject, BINDING))) quick++;
+      expect(outcome(() => verifier.decode(text))).toBe(outcome(() => verifier.decodeFully(text)));
+      const tampered = text.replace(/"hmac":"(.)/, (_, c: string) => `"hmac":"${c === '0' ? '1' : '0'}`);
+      expect(outcome(() => verifier.decode(tampered))).toBe(outcome(() => verifier.decodeFully(tampered)));
+      compared++;
+    }
+    // Both paths were taken: frames whose quick text is the canonical one, and the others.
+    expect(compared).toBeGreaterThan(2900);
+    expect(quick).toBeGreaterThan(300);
+    expect(quick).toBeLessThan(compared - 300);
+  });
+
+  test('numbers and keys JSON.stringify writes otherwise than Python take the full path, with the same result', () => {
+    for (const data of ['{"10":1,"9":2}', '{"f":12.0}', '{"f":1e-05}', '{"n":1234567890123456789}', '{"z":-0}', '{"s":"\\ud83d\\ude00 \\u00e9"}']) {
+      const text = signed(`{"v":2,"type":"event_batch","id":"ev_x","seq":1,"nonce":"n-1","ts":"${formatFrameTimestamp(nowMicros())}","payload":{"events":[{"kind":"task.sent","engine":"celery","task_id":"t","data":${data}}]}}`)!;
+      const decoded = verifier.decode(text);
+      expect(outcome(() => decoded)).toBe(outcome(() => verifier.decodeFully(text)));
+      expect(decoded.kind).toBe('decoded');
+    }
+  });
+
+  test('a frame signed over the quick text where the canonical one differs (12 for 12.0) passes, and reads the same', () => {
+    const frame = { v: 2, type: 'event_batch', id: 'ev_q', seq: 1, nonce: 'n-q', ts: formatFrameTimestamp(nowMicros()), payload: { events: [{ kind: 'task.sent', engine: 'celery', task_id: 't', data: { f: 12.0 } }] } };
+    const hmac = hmacHex(SECRET, quickEnvelopeText(frame, BINDING));
+    const text = JSON.stringify({ ...frame, hmac }).replace('"f":12', '"f":12.0');
+    const decoded = verifier.decode(text);
+    if (decoded.kind !== 'decoded') throw new Error('expected a decoded frame');
+    expect(decoded.batch!.records[0]!.data).toEqual({ f: 12 });
+    expectFrameError(() => verifier.decodeFully(text), 'signature', /mismatch/);
   });
 });
