@@ -131,13 +131,6 @@ function openSqlite(target: Extract<DatabaseTarget, { dialect: 'sqlite' }>, opti
   // dirty pages spill to the WAL mid-transaction (written again at commit).
   // Filled only as pages are used. Readers keep the default.
   writerConn.exec(`PRAGMA cache_size = -${WRITER_CACHE_KIB}`);
-  // Checkpoints inline after a commit (processes without the checkpoint thread)
-  // copy about 4 MiB at a time whatever the page size, as SQLite's default of
-  // 1,000 pages does with 4 KiB pages (with 16 KiB ones a commit that crossed
-  // it took 15-20 ms, against 5-10).
-  const pageBytes = (writerConn.query('PRAGMA page_size').get() as { page_size: number }).page_size;
-  const autocheckpoint = `PRAGMA wal_autocheckpoint = ${Math.max(1, Math.round(INLINE_CHECKPOINT_BYTES / pageBytes))}`;
-  writerConn.exec(autocheckpoint);
   // The database holds credential hashes: keep it private to its owner.
   // SQLite gives the -wal and -shm files the same mode.
   if (!existed) chmodSync(target.path, 0o600);
@@ -145,9 +138,7 @@ function openSqlite(target: Extract<DatabaseTarget, { dialect: 'sqlite' }>, opti
   readerConn.exec('PRAGMA query_only = ON');
   // Write transactions, one at a time (the checkpoint thread also takes it to pause writes).
   const lock = new Mutex();
-  const checkpointer = options.backgroundCheckpoints
-    ? startCheckpointer(target.path, writerConn, lock, options.walRestartAboveBytes ?? RESTART_ABOVE_BYTES, autocheckpoint)
-    : null;
+  const checkpointer = options.backgroundCheckpoints ? startCheckpointer(target.path, writerConn, lock, options.walRestartAboveBytes ?? RESTART_ABOVE_BYTES) : null;
   const t = tablesFor('sqlite');
   const writerQ = drizzleSqlite(writerConn);
   const readerQ = drizzleSqlite(readerConn);
@@ -207,13 +198,12 @@ const CHECKPOINT_INTERVAL_MS = 500;
 const RESTART_ABOVE_BYTES = 64 * 1024 * 1024;
 const WRITER_CACHE_KIB = 64 * 1024;
 const PAGE_BYTES = 16 * 1024;
-const INLINE_CHECKPOINT_BYTES = 4 * 1024 * 1024;
 const STOP_WAIT_MS = 2000;
 const RESUME_WAIT_MS = 2000;
 
 /** Moves the WAL checkpoints of `writer`'s database to a worker thread. Should
  * the thread fail, the writer checkpoints inline again (SQLite's default). */
-function startCheckpointer(path: string, writer: Database, writes: Mutex, restartAboveBytes: number, inlineAutocheckpoint: string): { stop(): Promise<void> } {
+function startCheckpointer(path: string, writer: Database, writes: Mutex, restartAboveBytes: number): { stop(): Promise<void> } {
   const worker = new Worker(workerEntry('db/checkpointer'));
   const order = (o: CheckpointerOrder) => worker.postMessage(o);
   writer.exec('PRAGMA wal_autocheckpoint = 0');
@@ -246,7 +236,7 @@ function startCheckpointer(path: string, writer: Database, writes: Mutex, restar
   };
   worker.onerror = (event) => {
     log.error({ err: event.message }, 'the WAL checkpoint thread failed; checkpointing inline again');
-    writer.exec(inlineAutocheckpoint);
+    writer.exec('PRAGMA wal_autocheckpoint = 1000');
     worker.terminate();
     gone = true;
     resumeWrites();

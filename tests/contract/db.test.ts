@@ -141,11 +141,8 @@ describe(`storage on ${testDialect()}`, () => {
 describe.if(testDialect() === 'sqlite')('SQLite WAL checkpoints of a running service', () => {
   test('a new database gets 16 KiB pages; one made with 4 KiB pages keeps them and works on', async () => {
     const dir = tempDir('svc-pages-');
-    // Checkpoints inline after a commit copy about 4 MiB either way: 256 pages of 16 KiB, 1,024 of 4.
-    const autocheckpoint = async (db: Db) => (await db.tx((tx) => tx.all<{ wal_autocheckpoint: number }>(sql`PRAGMA wal_autocheckpoint`)))[0]!.wal_autocheckpoint;
     const fresh = openDatabase({ dialect: 'sqlite', path: join(dir, 'new.db') });
     await upgrade(fresh);
-    expect(await autocheckpoint(fresh)).toBe(256);
     await fresh.close();
     const made = new Database(join(dir, 'old.db'));
     made.exec('PRAGMA page_size = 4096');
@@ -154,7 +151,6 @@ describe.if(testDialect() === 'sqlite')('SQLite WAL checkpoints of a running ser
     const existing = openDatabase({ dialect: 'sqlite', path: join(dir, 'old.db') });
     await upgrade(existing);
     await existing.tx((tx) => tx.run(sql`INSERT INTO keep VALUES ('added')`));
-    expect(await autocheckpoint(existing)).toBe(1024);
     await existing.close();
     const pageSize = (file: string): number => {
       const d = new Database(join(dir, file), { readonly: true });
