@@ -112,12 +112,6 @@ function openSqlite(target: Extract<DatabaseTarget, { dialect: 'sqlite' }>, opti
   const open = (): Database => {
     const conn = new Database(target.path, { create, strict: true });
     conn.exec(`PRAGMA busy_timeout = ${busy}`);
-    // A new database gets 16 KiB pages (an existing one keeps its size: SQLite
-    // cannot change it in WAL mode). Ingest inserts at random places in three
-    // indexes, and a commit writes each page it touched as a WAL frame of its
-    // own (two writes each): larger pages take several of those inserts per
-    // frame (commits cost half as much in a bare loop at 120,000 events).
-    conn.exec(`PRAGMA page_size = ${PAGE_BYTES}`);
     conn.exec('PRAGMA journal_mode = WAL');
     conn.exec('PRAGMA synchronous = NORMAL');
     conn.exec('PRAGMA foreign_keys = ON');
@@ -197,7 +191,6 @@ function openSqlite(target: Extract<DatabaseTarget, { dialect: 'sqlite' }>, opti
 const CHECKPOINT_INTERVAL_MS = 500;
 const RESTART_ABOVE_BYTES = 64 * 1024 * 1024;
 const WRITER_CACHE_KIB = 64 * 1024;
-const PAGE_BYTES = 16 * 1024;
 const STOP_WAIT_MS = 2000;
 const RESUME_WAIT_MS = 2000;
 

@@ -139,35 +139,6 @@ describe(`storage on ${testDialect()}`, () => {
 });
 
 describe.if(testDialect() === 'sqlite')('SQLite WAL checkpoints of a running service', () => {
-  test('a new database gets 16 KiB pages; one made with 4 KiB pages keeps them and works on', async () => {
-    const dir = tempDir('svc-pages-');
-    const fresh = openDatabase({ dialect: 'sqlite', path: join(dir, 'new.db') });
-    await upgrade(fresh);
-    await fresh.close();
-    const made = new Database(join(dir, 'old.db'));
-    made.exec('PRAGMA page_size = 4096');
-    made.exec("CREATE TABLE keep (v TEXT); INSERT INTO keep VALUES ('kept')");
-    made.close();
-    const existing = openDatabase({ dialect: 'sqlite', path: join(dir, 'old.db') });
-    await upgrade(existing);
-    await existing.tx((tx) => tx.run(sql`INSERT INTO keep VALUES ('added')`));
-    await existing.close();
-    const pageSize = (file: string): number => {
-      const d = new Database(join(dir, file), { readonly: true });
-      try {
-        return (d.query('PRAGMA page_size').get() as { page_size: number }).page_size;
-      } finally {
-        d.close();
-      }
-    };
-    expect(pageSize('new.db')).toBe(16384);
-    expect(pageSize('old.db')).toBe(4096);
-    const check = new Database(join(dir, 'old.db'), { readonly: true });
-    expect(check.query('SELECT v FROM keep ORDER BY rowid').all()).toEqual([{ v: 'kept' }, { v: 'added' }]);
-    expect(check.query("SELECT COUNT(*) AS n FROM sqlite_master WHERE name = 'events'").get()).toEqual({ n: 1 });
-    check.close();
-  });
-
   test('run in a background thread: the database file fills while no commit checkpoints inline', async () => {
     const path = join(tempDir('svc-wal-'), 'svc.db');
     const wal = openDatabase({ dialect: 'sqlite', path }, { backgroundCheckpoints: true });
