@@ -142,7 +142,10 @@ async function routeEventBatches(ctx: AppContext, fc: FrameContext, group: Verif
       );
       tx.afterCommit(() => {
         m.events.inc(res.stored.reduce((a, b) => a + b, 0));
-        for (const state of res.states) m.tasks.inc({ state });
+        // One increment per state, not per event (a labelled increment hashes its labels).
+        const perState = new Map<string, number>();
+        for (const state of res.states) perState.set(state, (perState.get(state) ?? 0) + 1);
+        for (const [state, n] of perState) m.tasks.inc({ state }, n);
       });
       return res.stored;
     }, ctx.agentTransport.decoders.busy);
