@@ -77,8 +77,12 @@ export function receivedFrameHmac(secret: Uint8Array, members: CanonicalMembers,
   return hmacHex(secret, canonicalObject(keys, canons));
 }
 
-/** A parsed value with its object keys sorted at every level (`__proto__` kept as data). */
+/** A parsed value with its object keys sorted at every level (`__proto__` kept
+ * as data). Throws on an integral number beyond 2^53: its lexeme may have been
+ * an int with more digits than a double keeps, or a float (1e21), which the
+ * full path reads otherwise. */
 function keysSorted(value: unknown): unknown {
+  if (typeof value === 'number' && Number.isInteger(value) && !Number.isSafeInteger(value)) throw new RangeError('integer beyond 2^53');
   if (value === null || typeof value !== 'object') return value;
   if (Array.isArray(value)) return value.map(keysSorted);
   const out: Record<string, unknown> = {};
@@ -97,7 +101,7 @@ function keysSorted(value: unknown): unknown {
  * this is the canonical text, byte for byte, and an order of magnitude faster
  * to make. For any other frame it is a different text, so a signature made
  * over the canonical form fails to match it and the caller falls back to
- * receivedFrameHmac. */
+ * receivedFrameHmac; integral numbers beyond 2^53 throw (see keysSorted). */
 export function quickEnvelopeText(frame: Record<string, unknown>, binding: FrameBinding): string {
   // A spread copies a `__proto__` member as data, as JSON.parse made it.
   const envelope: Record<string, unknown> = { ...frame };

@@ -83,7 +83,7 @@ export function randomJsonWriter(seed: number) {
   const text = (): string => Array.from({ length: rand(6) }, () => CHARS[rand(CHARS.length)]!).join('');
   const str = (s: string): string =>
     `"${[...s].map((c) => (rand(4) === 0 ? c.split('').map((u) => `\\u${u.charCodeAt(0).toString(16).padStart(4, '0')}`).join('') : JSON.stringify(c).slice(1, -1))).join('')}"`;
-  const NUMBERS = ['0', '-0', '12', '-7', '123456789012345', '1234567890123456789', '1.0', '-0.0', '1e3', '2.5E-7', '0.1', '1e40', '100', '9007199254740993'];
+  const NUMBERS = ['0', '-0', '12', '-7', '123456789012345', '1234567890123456789', '1.0', '-0.0', '1e3', '2.5E-7', '0.1', '1e40', '100', '9007199254740993', '9007199254740994'];
   function wire(depth: number): string {
     const kind = depth > 3 ? rand(4) : rand(6);
     if (kind === 0) return ['null', 'true', 'false'][rand(3)]!;
