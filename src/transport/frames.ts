@@ -5,7 +5,7 @@
 // one session, agent or project never verifies on another.
 import { hmacHex } from '../lib/crypto.ts';
 import { MIN_SECRET_BYTES } from './credentials.ts';
-import { canonicalJson, canonicalObject, newJsonObject, type CanonicalMembers, type JsonObject, type JsonValue } from './json.ts';
+import { canonicalJson, canonicalObject, MAX_JSON_DEPTH, newJsonObject, type CanonicalMembers, type JsonObject, type JsonValue } from './json.ts';
 
 /** Frame field `v`; handshake payloads carry it as the string "2". */
 export const PROTOCOL_VERSION = 2;
@@ -78,16 +78,21 @@ export function receivedFrameHmac(secret: Uint8Array, members: CanonicalMembers,
 }
 
 /** A parsed value with its object keys sorted at every level (`__proto__` kept
- * as data). Throws on an integral number beyond 2^53: its lexeme may have been
- * an int with more digits than a double keeps, or a float (1e21), which the
- * full path reads otherwise. */
-function keysSorted(value: unknown): unknown {
-  if (typeof value === 'number' && Number.isInteger(value) && !Number.isSafeInteger(value)) throw new RangeError('integer beyond 2^53');
+ * as data). Throws, sending the frame down the full path, where that path
+ * reads the value otherwise or refuses it: an integral number beyond 2^53 (an
+ * int with more digits than a double keeps, or a float such as 1e21), one out
+ * of range (1e400 parses as Infinity), nesting deeper than MAX_JSON_DEPTH. */
+function keysSorted(value: unknown, depth: number): unknown {
+  if (typeof value === 'number') {
+    if (!Number.isFinite(value) || (Number.isInteger(value) && !Number.isSafeInteger(value))) throw new RangeError('a number the full path reads');
+    return value;
+  }
   if (value === null || typeof value !== 'object') return value;
-  if (Array.isArray(value)) return value.map(keysSorted);
+  if (depth >= MAX_JSON_DEPTH) throw new RangeError('nesting too deep');
+  if (Array.isArray(value)) return value.map((item) => keysSorted(item, depth + 1));
   const out: Record<string, unknown> = {};
   for (const key of Object.keys(value).sort()) {
-    const item = keysSorted((value as Record<string, unknown>)[key]);
+    const item = keysSorted((value as Record<string, unknown>)[key], depth + 1);
     if (key === '__proto__') Object.defineProperty(out, key, { value: item, enumerable: true, writable: true, configurable: true });
     else out[key] = item;
   }
@@ -101,7 +106,7 @@ function keysSorted(value: unknown): unknown {
  * this is the canonical text, byte for byte, and an order of magnitude faster
  * to make. For any other frame it is a different text, so a signature made
  * over the canonical form fails to match it and the caller falls back to
- * receivedFrameHmac; integral numbers beyond 2^53 throw (see keysSorted). */
+ * receivedFrameHmac; some values throw instead (see keysSorted). */
 export function quickEnvelopeText(frame: Record<string, unknown>, binding: FrameBinding): string {
   // A spread copies a `__proto__` member as data, as JSON.parse made it.
   const envelope: Record<string, unknown> = { ...frame };
@@ -109,5 +114,5 @@ export function quickEnvelopeText(frame: Record<string, unknown>, binding: Frame
   envelope.agent_id = binding.agentId;
   envelope.project_id = binding.projectId;
   envelope.session_id = binding.sessionId;
-  return JSON.stringify(keysSorted(envelope));
+  return JSON.stringify(keysSorted(envelope, 0));
 }

@@ -111,10 +111,13 @@ export class FrameVerifier {
   /** The bulk of what agents send, an event_batch of plain data, verified from
    * JSON.parse and JSON.stringify (quickEnvelopeText): null sends the frame
    * down the full path, which decides alone what to refuse and how. What this
-   * accepts, the full path accepts with the same result. (A frame signed over
-   * the quick text where the canonical text differs, 12 written for 12.0, also
-   * passes here; only a holder of the key can make one, and its values read
-   * the same.) */
+   * accepts, the full path accepts with the same result, but for two kinds of
+   * frame no agent sends: one signed over the quick text where the canonical
+   * text differs (12 for 12.0, also in `v` and `seq`: read as the integers
+   * they equal; only a holder of the key can make one), and one with a
+   * repeated key whose overwritten value the full parser cannot read (a lone
+   * surrogate, 1e400): JSON.parse drops it unread, as Python does, where the
+   * full path refuses the frame. */
   private quickEventBatch(text: string, now: number): DecodedSignedFrame | null {
     let frame: unknown;
     let envelope: string;

@@ -383,6 +383,28 @@ describe('the quick path for event batches', () => {
     }
   });
 
+  test('nesting around the 512-level limit and numbers out of range: both paths answer alike', () => {
+    // Signed over a text that is canonical by construction (keys in order, compact).
+    const signedOver = (data: string, wireData = data): string => {
+      const ts = formatFrameTimestamp(nowMicros());
+      const event = `{"data":${data},"engine":"celery","kind":"task.sent","task_id":"t"}`;
+      const envelope = `{"agent_id":"${BINDING.agentId}","id":"ev_d","nonce":"n-d","payload":{"events":[${event}]},"project_id":"${BINDING.projectId}","seq":1,"session_id":"${BINDING.sessionId}","ts":"${ts}","type":"event_batch","v":2}`;
+      const hmac = hmacHex(SECRET, envelope);
+      return `{"v":2,"type":"event_batch","id":"ev_d","seq":1,"nonce":"n-d","ts":"${ts}","payload":{"events":[${event.replace(data, wireData)}]},"hmac":"${hmac}"}`;
+    };
+    const answers = new Set<string>();
+    for (let depth = 505; depth <= 512; depth++) {
+      const text = signedOver(`${'['.repeat(depth)}${']'.repeat(depth)}`);
+      const answer = outcome(() => verifier.decode(text));
+      expect(answer).toBe(outcome(() => verifier.decodeFully(text)));
+      answers.add(answer.startsWith('malformed') ? 'refused' : 'decoded');
+    }
+    expect([...answers].sort()).toEqual(['decoded', 'refused']); // the limit lies inside the range
+    // 1e400 parses as Infinity, which JSON.stringify writes as null: signed over that, still refused.
+    const overflow = signedOver('{"x":null}', '{"x":1e400}');
+    expect(outcome(() => verifier.decode(overflow))).toMatch(/^malformed: .*out of float range/);
+  });
+
   test('a frame signed over the quick text where the canonical one differs (12 for 12.0) passes, and reads the same', () => {
     const frame = { v: 2, type: 'event_batch', id: 'ev_q', seq: 1, nonce: 'n-q', ts: formatFrameTimestamp(nowMicros()), payload: { events: [{ kind: 'task.sent', engine: 'celery', task_id: 't', data: { f: 12.0 } }] } };
     const hmac = hmacHex(SECRET, quickEnvelopeText(frame, BINDING));
