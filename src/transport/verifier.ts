@@ -126,15 +126,15 @@ export class FrameVerifier {
       if (!isRecord(frame) || frame.type !== 'event_batch' || frame.v !== PROTOCOL_VERSION || !this.accepted.has('event_batch')) return null;
       envelope = quickEnvelopeText(frame, this.binding);
     } catch {
-      return null; // not JSON, nested deeper than the stack goes, or a large integer: the full path decides
+      return null; // not JSON, or a value the full path reads otherwise or refuses (keysSorted)
     }
     const payload = frame.payload ?? null;
     const hmac = frame.hmac;
     if ((payload !== null && !isRecord(payload)) || typeof hmac !== 'string' || hmac.length !== HMAC_HEX_CHARS) return null;
     if (!safeEqual(hmacHex(this.secret, envelope), hmac)) return null;
     const { seq, nonce, ts } = frame;
-    // An integral seq is a safe int here: a float lexeme (5.0) would have made a
-    // different text, and larger integers never get this far (keysSorted).
+    // An integral seq is a safe int here, and in an honestly signed frame an int
+    // lexeme: 5.0 would have made a different text.
     const stamp: FrameStamp = { seq: Number.isInteger(seq) ? BigInt(seq as number) : seq, nonce, ts, tsMicros: typeof ts === 'string' ? parseFrameTimestamp(ts) : null };
     const id = typeof frame.id === 'string' ? frame.id : null;
     const { events, ...rest } = (payload ?? {}) as PlainObject;
