@@ -27,13 +27,15 @@ export interface BulkWrite {
 
 const PG_CHUNK = 2000;
 
-/** A cell as bound: JSON as text, booleans as 0/1 (SQLite), NUL removed
- * from text (PostgreSQL refuses it; both dialects store the same). */
+/** Text as stored: NUL replaced (PostgreSQL refuses it; both dialects store the same). */
+export const storedText = (value: string): string => (value.includes('\u0000') ? value.replaceAll('\u0000', '\ufffd') : value);
+
+/** A cell as bound: JSON as text, booleans as 0/1 (SQLite), text as stored. */
 function cell(isJson: boolean, value: unknown): string | number | null {
   if (value === undefined || value === null) return null;
   if (isJson) return JSON.stringify(value);
   if (typeof value === 'boolean') return value ? 1 : 0;
-  if (typeof value === 'string') return value.includes('\u0000') ? value.replaceAll('\u0000', '\ufffd') : value;
+  if (typeof value === 'string') return storedText(value);
   return value as number;
 }
 
@@ -49,11 +51,11 @@ function cellsOf(spec: BulkWrite, row: Record<string, unknown>): (string | numbe
 }
 
 /** A PostgreSQL array literal of text (bound as one parameter, never spliced into SQL). */
-const arrayLiteral = (values: (string | number | null)[]): string =>
+export const arrayLiteral = (values: (string | number | null)[]): string =>
   `{${values.map((v) => (v === null ? 'NULL' : `"${String(v).replace(/["\\]/g, (c) => `\\${c}`)}"`)).join(',')}}`;
 
 /** The bun:sqlite connection under a SQLite executor (inside tx(): the writer). */
-const sqliteClient = (ex: Executor): Database => (ex.q as unknown as { $client: Database }).$client;
+export const sqliteClient = (ex: Executor): Database => (ex.q as unknown as { $client: Database }).$client;
 
 /** Writes `rows` (objects keyed by column); returns the `report` values of the rows inserted. */
 export async function bulkWrite(ex: Executor, spec: BulkWrite, rows: readonly Record<string, unknown>[]): Promise<unknown[]> {
@@ -84,4 +86,20 @@ export async function bulkWrite(ex: Executor, spec: BulkWrite, rows: readonly Re
     else await ex.run(query);
   }
   return out;
+}
+
+/** Sets `target.column` of the row whose `target.key` is each pair's first to the pair's second (text both). */
+export async function bulkSet(ex: Executor, target: { table: string; key: string; column: string }, pairs: readonly (readonly [string, string])[]): Promise<void> {
+  const { table, key, column } = target;
+  if (ex.dialect === 'sqlite') {
+    const statement = sqliteClient(ex).query(`UPDATE ${table} SET ${column} = ? WHERE ${key} = ?`);
+    for (const [k, v] of pairs) statement.run(v, k);
+    return;
+  }
+  for (let i = 0; i < pairs.length; i += PG_CHUNK) {
+    const part = pairs.slice(i, i + PG_CHUNK);
+    const keys = arrayLiteral(part.map((p) => p[0]));
+    const values = arrayLiteral(part.map((p) => p[1]));
+    await ex.run(sql`${sql.raw(`UPDATE ${table} SET ${column} = u.v FROM unnest(`)}${keys}::text[], ${values}::text[]${sql.raw(`) AS u(k, v) WHERE ${table}.${key} = u.k`)}`);
+  }
 }

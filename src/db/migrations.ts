@@ -14,6 +14,8 @@ import f0006s from '../../migrations/sqlite/0006_drop_unused_task_index.sql' wit
 import f0006p from '../../migrations/postgres/0006_drop_unused_task_index.sql' with { type: 'text' };
 import f0007s from '../../migrations/sqlite/0007_events_by_task_id.sql' with { type: 'text' };
 import f0007p from '../../migrations/postgres/0007_events_by_task_id.sql' with { type: 'text' };
+import f0008s from '../../migrations/sqlite/0008_events_by_task_row.sql' with { type: 'text' };
+import f0008p from '../../migrations/postgres/0008_events_by_task_row.sql' with { type: 'text' };
 
 export interface MigrationSource {
   revision: string;
@@ -30,4 +32,5 @@ export const MIGRATIONS: MigrationSource[] = [
   { revision: '0005', name: 'task_listing', sqlite: f0005s, postgres: f0005p },
   { revision: '0006', name: 'drop_unused_task_index', sqlite: f0006s, postgres: f0006p },
   { revision: '0007', name: 'events_by_task_id', sqlite: f0007s, postgres: f0007p },
+  { revision: '0008', name: 'events_by_task_row', sqlite: f0008s, postgres: f0008p },
 ];

@@ -15,14 +15,28 @@ function formatUuid(hex: string): string {
 // needs no Bun API).
 const namespaced = new Map<string, Bun.CryptoHasher>();
 
-/** RFC 4122 name-based UUID (SHA-1, version 5). */
-export function uuidV5(namespace: string, name: string): string {
+/** SHA-1 of namespace + name, hex (the hash of a name-based UUID). */
+function nameHash(namespace: string, name: string): string {
   let base = namespaced.get(namespace);
   if (!base) namespaced.set(namespace, (base = new Bun.CryptoHasher('sha1').update(Buffer.from(hexOf(namespace), 'hex'))));
-  const hex = base.copy().update(name).digest('hex');
-  // The first 16 bytes, with version 5 in the 13th digit and the RFC variant in the 17th.
+  return base.copy().update(name).digest('hex');
+}
+
+/** `hex` with `version` in the 13th digit and the RFC variant in the 17th, as a UUID. */
+function stamped(hex: string, version: string): string {
   const variant = ((parseInt(hex[16]!, 16) & 0x3) | 0x8).toString(16);
-  return formatUuid(`${hex.slice(0, 12)}5${hex.slice(13, 16)}${variant}${hex.slice(17, 32)}`);
+  return formatUuid(`${hex.slice(0, 12)}${version}${hex.slice(13, 16)}${variant}${hex.slice(17, 32)}`);
+}
+
+/** RFC 4122 name-based UUID (SHA-1, version 5). */
+export const uuidV5 = (namespace: string, name: string): string => stamped(nameHash(namespace, name), '5');
+
+/** A name-based UUID whose first 48 bits are `unixMs` (the layout of UUIDv7's
+ * time, so ids sort by it; version 8, RFC 9562's custom one): the same name
+ * and time give the same id, as uuidV5 would. */
+export function timePrefixedV5(namespace: string, name: string, unixMs: number): string {
+  const time = Math.max(0, Math.floor(unixMs)).toString(16).padStart(12, '0').slice(-12);
+  return stamped(`${time}${nameHash(namespace, name).slice(12)}`, '8');
 }
 
 /** The canonical form of an agent-minted event id when it is a usable v4 or v7
@@ -40,10 +54,14 @@ export function usableAgentEventId(value: unknown): string | null {
   return formatUuid(hex);
 }
 
-/** Task events collapse per (project, task, kind, whole second); others per agent event id. */
+/** Task events collapse per (project, task, kind, whole second), as the z4j brain's;
+ * their ids lead with that second, so events stored together land side by side
+ * in the id index (the brain's version 5 ids would land anywhere in it). Others
+ * collapse per agent event id. */
 export function eventId(projectId: string, record: { taskId: string; kind: string; occurredMicros: number; agentEventId: unknown }, fallback: () => string): string {
   if (record.taskId !== '') {
-    return uuidV5(EVENT_ID_NAMESPACE, `${projectId}:${record.taskId}:${record.kind}:${Math.floor(record.occurredMicros / 1_000_000)}`);
+    const second = Math.floor(record.occurredMicros / 1_000_000);
+    return timePrefixedV5(EVENT_ID_NAMESPACE, `${projectId}:${record.taskId}:${record.kind}:${second}`, second * 1000);
   }
   const agentId = usableAgentEventId(record.agentEventId);
   return agentId ? uuidV5(EVENT_ID_NAMESPACE, `${projectId}:${agentId}`) : fallback();

@@ -1,12 +1,17 @@
 // Durable, idempotent event storage: an event_batch's records are inserted
 // under content-derived ids (re-sent batches and duplicate reports from other
 // agents are absorbed) and only the newly stored ones are projected onto
-// tasks, workers and queues, in the caller's transaction.
+// tasks, workers and queues, in the caller's transaction. Each event is tied
+// to its task's row (task_ref), which is how a task's history is found: the
+// row ids are looked up, or chosen for tasks the projection will create,
+// before the events are written, so each event row is written once.
 import type { Executor } from '../db/connect.ts';
-import { projectEvents } from '../tasks/service.ts';
+import { newTimeOrderedId } from '../lib/ids.ts';
+import { projectEvents, taskStateOfKind } from '../tasks/service.ts';
+import { taskKey, taskRowIds } from '../tasks/store.ts';
 import type { TaskState } from '../tasks/tables.ts';
 import type { EventRecord } from './events.ts';
-import { eventsOfTask, insertEvents, type EventRow } from './store.ts';
+import { eventsOfTask, insertEvents, setTaskRefs, type EventRow } from './store.ts';
 
 export { readEvents, MAX_EVENTS_PER_BATCH, type EventRecord } from './events.ts';
 
@@ -26,35 +31,87 @@ export async function storeEventBatches(
 ): Promise<StoredBatches> {
   // The first occurrence of an id owns it (a batch may repeat an event, or re-send an earlier frame's).
   const owner = new Map<string, number>();
-  const rows: EventRow[] = [];
   const records: EventRecord[] = [];
   batches.forEach((b, i) => {
     for (const r of b.records) {
       if (owner.has(r.id)) continue;
       owner.set(r.id, i);
       records.push(r);
-      rows.push({
-        id: r.id,
-        project_id: where.projectId,
-        agent_id: where.agentId,
-        engine: r.engine,
-        task_id: r.taskId,
-        kind: r.kind,
-        occurred_at: r.occurredAt,
-        received_at: now,
-        frame_id: b.frameId,
-        payload: r.data,
-      });
     }
   });
+  const rowIds = await taskRowsFor(ex, where.projectId, records);
+  const rows: EventRow[] = records.map((r) => ({
+    id: r.id,
+    project_id: where.projectId,
+    agent_id: where.agentId,
+    engine: r.engine,
+    task_id: r.taskId,
+    kind: r.kind,
+    occurred_at: r.occurredAt,
+    received_at: now,
+    frame_id: batches[owner.get(r.id)!]!.frameId,
+    payload: r.data,
+    task_ref: r.taskId === '' ? null : (rowIds.ids.get(taskKey(r.engine, r.taskId)) ?? null),
+  }));
   // Id order: concurrent inserts of the same events wait on each other in one order (no deadlock).
   rows.sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
   const fresh = await insertEvents(ex, rows);
   const stored = batches.map(() => 0);
   for (const id of fresh) stored[owner.get(id)!]!++;
   const added = records.filter((r) => fresh.has(r.id));
-  const states = added.length > 0 ? await projectEvents(ex, where.projectId, added, now) : [];
+  if (added.length === 0) return { stored, states: [] };
+  const states = await projectEvents(ex, where.projectId, added, now, rowIds.ids);
+  await retie(ex, where.projectId, added, rowIds);
   return { stored, states };
+}
+
+interface TaskRowIds {
+  /** Row id of each task the records name, by taskKey. */
+  ids: Map<string, string>;
+  /** The tasks whose row id was chosen here (not stored yet). */
+  chosen: Map<string, { engine: string; taskId: string }>;
+}
+
+/** Row ids of the tasks `records` name: stored ones, and new ones for tasks the
+ * projection will create (events of kinds that set no task state name a task
+ * only once it exists). */
+async function taskRowsFor(ex: Executor, projectId: string, records: EventRecord[]): Promise<TaskRowIds> {
+  const named = new Map<string, { engine: string; taskId: string; creates: boolean }>();
+  for (const r of records) {
+    if (r.taskId === '') continue;
+    const key = taskKey(r.engine, r.taskId);
+    const creates = taskStateOfKind(r.kind) !== null;
+    const seen = named.get(key);
+    if (!seen) named.set(key, { engine: r.engine, taskId: r.taskId, creates });
+    else seen.creates ||= creates;
+  }
+  const ids = await taskRowIds(ex, projectId, named.values());
+  const chosen = new Map<string, { engine: string; taskId: string }>();
+  for (const [key, task] of named) {
+    if (!task.creates || ids.has(key)) continue;
+    ids.set(key, newTimeOrderedId());
+    chosen.set(key, task);
+  }
+  return { ids, chosen };
+}
+
+/** On PostgreSQL another transaction may create a task between the look-up and
+ * the projection, under its own row id: events tied to the id chosen here are
+ * tied to the stored one instead. SQLite's one writer holds the database from
+ * the look-up to the commit, so there the chosen ids always hold. */
+async function retie(ex: Executor, projectId: string, added: EventRecord[], rows: TaskRowIds): Promise<void> {
+  if (ex.dialect !== 'postgres' || rows.chosen.size === 0) return;
+  const stored = await taskRowIds(ex, projectId, rows.chosen.values());
+  const pairs: [string, string][] = [];
+  for (const r of added) {
+    if (r.taskId === '') continue;
+    const key = taskKey(r.engine, r.taskId);
+    const id = stored.get(key);
+    if (rows.chosen.has(key) && id !== undefined && id !== rows.ids.get(key)) pairs.push([r.id, id]);
+  }
+  // Id order, as the inserts (rows locked in one order).
+  pairs.sort((a, b) => (a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : 0));
+  await setTaskRefs(ex, pairs);
 }
 
 /** One frame's records (see storeEventBatches). */
@@ -68,4 +125,5 @@ export async function storeEvents(
   return { stored: r.stored[0]!, states: r.states };
 }
 
-export const taskEvents = (ex: Executor, projectId: string, engine: string, taskId: string) => eventsOfTask(ex, projectId, engine, taskId);
+/** The events of a task row (tasks.id), oldest first. */
+export const taskEvents = (ex: Executor, taskRowId: string) => eventsOfTask(ex, taskRowId);

@@ -12,4 +12,8 @@ export const events = defineTable('events', {
   received_at: col.ts('received_at').notNull(),
   frame_id: col.text('frame_id'),
   payload: col.json<Record<string, unknown>>('payload').notNull(),
+  /** The task row (tasks.id) the event belongs to; null for events of no known task. Its
+   * index finds a task's events: task row ids are time-ordered, so new events land at
+   * the end of it, where task ids (random UUIDs) would land anywhere. */
+  task_ref: col.text('task_ref'),
 });

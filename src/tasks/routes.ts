@@ -35,7 +35,7 @@ export const taskRoutes = (ctx: AppContext) => {
       async ({ request, params }) => {
         const p = await project(request, params.slug);
         const task = await getTask(ctx.db, p.id, params.engine, params.task_id);
-        const events = (await taskEvents(ctx.db, p.id, params.engine, params.task_id)).map((e) => ({
+        const events = (await taskEvents(ctx.db, task.id)).map((e) => ({
           id: e.id,
           kind: e.kind,
           occurred_at: e.occurred_at,

@@ -6,7 +6,7 @@ import type { Executor } from '../db/connect.ts';
 import type { EventRecord } from '../ingest/events.ts';
 import { notFound, validationFailed } from '../http/errors.ts';
 import { newTimeOrderedId } from '../lib/ids.ts';
-import { isPlaceholderName, LATEST_WINS, queuesOf, taskOf, tasksPage, upsertQueues, upsertTasks, upsertWorkers, workersOf, type QueueRow, type TaskFilter, type TaskRow, type WorkerRow } from './store.ts';
+import { isPlaceholderName, LATEST_WINS, queuesOf, taskKey, taskOf, tasksPage, upsertQueues, upsertTasks, upsertWorkers, workersOf, type QueueRow, type TaskFilter, type TaskRow, type WorkerRow } from './store.ts';
 import type { TaskState } from './tables.ts';
 
 export type { QueueRow, TaskRow, WorkerRow };
@@ -29,12 +29,12 @@ export const taskStateOfKind = (kind: string): TaskState | null => STATE_OF_KIND
 const str = (v: unknown, max = 500): string | null => (typeof v === 'string' && v !== '' ? v.slice(0, max) : null);
 const int = (v: unknown): number | null => (typeof v === 'number' && Number.isSafeInteger(v) ? v : null);
 
-function taskRowOf(projectId: string, e: EventRecord, state: TaskState, now: string): TaskRow {
+function taskRowOf(id: string, projectId: string, e: EventRecord, state: TaskState, now: string): TaskRow {
   const d = e.data;
   const at = e.occurredAt;
   const tags = Array.isArray(d.tags) ? d.tags.filter((x): x is string => typeof x === 'string').slice(0, 64) : [];
   return {
-    id: newTimeOrderedId(),
+    id,
     project_id: projectId,
     engine: e.engine,
     task_id: e.taskId,
@@ -125,8 +125,10 @@ function queueRow(projectId: string, engine: string, name: string, now: string, 
  * order, so PostgreSQL never finds them deadlocked. */
 const inKeyOrder = <T>(rows: Map<string, T>): T[] => [...rows.keys()].sort().map((k) => rows.get(k)!);
 
-/** Projects newly stored events; returns the task state each task event set (for metrics). */
-export async function projectEvents(ex: Executor, projectId: string, records: EventRecord[], now: string): Promise<TaskState[]> {
+/** Projects newly stored events onto tasks, workers and queues; returns the task
+ * state each task event set (for metrics). A task not stored yet gets the row
+ * id `rowIds` holds for it (by taskKey), else a new one. */
+export async function projectEvents(ex: Executor, projectId: string, records: EventRecord[], now: string, rowIds: ReadonlyMap<string, string> = new Map()): Promise<TaskState[]> {
   const taskRows = new Map<string, TaskRow>();
   const workerRows = new Map<string, WorkerRow>();
   const queueRows = new Map<string, QueueRow>();
@@ -135,8 +137,8 @@ export async function projectEvents(ex: Executor, projectId: string, records: Ev
     const state = STATE_OF_KIND[e.kind];
     if (state && e.taskId !== '') {
       states.push(state);
-      const row = taskRowOf(projectId, e, state, now);
-      const key = `${e.engine}\u0000${e.taskId}`;
+      const key = taskKey(e.engine, e.taskId);
+      const row = taskRowOf(rowIds.get(key) ?? newTimeOrderedId(), projectId, e, state, now);
       const acc = taskRows.get(key);
       taskRows.set(key, acc ? fold(acc, row) : row);
     }

@@ -2,7 +2,7 @@
 // (ON CONFLICT ... DO UPDATE with CASE/COALESCE) so concurrent batches from
 // several agents about one task never lose each other's fields.
 import { and, asc, desc, eq, sql } from 'drizzle-orm';
-import { bulkWrite, type BulkWrite } from '../db/bulk.ts';
+import { arrayLiteral, bulkWrite, sqliteClient, storedText, type BulkWrite } from '../db/bulk.ts';
 import type { Executor } from '../db/connect.ts';
 
 export type TaskRow = typeof import('./tables.ts').tasks.sqlite.$inferSelect;
@@ -78,11 +78,40 @@ const QUEUE_WRITE: BulkWrite = {
   ].join(', ')}`,
 };
 
+/** A task's key among a project's tasks (of the text as stored). */
+export const taskKey = (engine: string, taskId: string): string => `${storedText(engine)}\u0000${storedText(taskId)}`;
+
 /** One row per (project, engine, task id) in `rows` (the caller folds a batch first:
- * PostgreSQL refuses to update one row twice in a statement). */
+ * PostgreSQL refuses to update one row twice in a statement). A task already
+ * stored keeps its row id. */
 export const upsertTasks = (ex: Executor, rows: TaskRow[]): Promise<unknown> => bulkWrite(ex, TASK_WRITE, rows);
+
 export const upsertWorkers = (ex: Executor, rows: WorkerRow[]): Promise<unknown> => bulkWrite(ex, WORKER_WRITE, rows);
 export const upsertQueues = (ex: Executor, rows: QueueRow[]): Promise<unknown> => bulkWrite(ex, QUEUE_WRITE, rows);
+
+/** Row ids of the project's tasks named in `tasks`, by taskKey; unknown tasks are absent. */
+export async function taskRowIds(ex: Executor, projectId: string, tasks: Iterable<{ engine: string; taskId: string }>): Promise<Map<string, string>> {
+  const out = new Map<string, string>();
+  const wanted = [...tasks];
+  if (wanted.length === 0) return out;
+  if (ex.dialect === 'sqlite') {
+    // A prepared probe per task: a few microseconds each, where a query builder takes tens.
+    const probe = sqliteClient(ex).query<{ id: string }, [string, string, string]>('SELECT id FROM tasks WHERE project_id = ? AND engine = ? AND task_id = ?');
+    for (const { engine, taskId } of wanted) {
+      const row = probe.get(projectId, storedText(engine), storedText(taskId));
+      if (row) out.set(taskKey(engine, taskId), row.id);
+    }
+    return out;
+  }
+  const engines = arrayLiteral(wanted.map((w) => storedText(w.engine)));
+  const taskIds = arrayLiteral(wanted.map((w) => storedText(w.taskId)));
+  const rows = await ex.all<{ id: string; engine: string; task_id: string }>(
+    sql`SELECT t.id, t.engine, t.task_id FROM tasks t JOIN unnest(${engines}::text[], ${taskIds}::text[]) AS k(engine, task_id)
+        ON t.engine = k.engine AND t.task_id = k.task_id WHERE t.project_id = ${projectId}`,
+  );
+  for (const r of rows) out.set(taskKey(r.engine, r.task_id), r.id);
+  return out;
+}
 
 export async function taskOf(ex: Executor, projectId: string, engine: string, taskId: string): Promise<TaskRow | null> {
   const t = ex.t.tasks;

@@ -5,7 +5,8 @@ import { afterEach, beforeEach, describe, expect, test } from 'bun:test';
 import { sql } from 'drizzle-orm';
 import { mintAgent } from '../../src/agents/service.ts';
 import { readEvents, storeEvents, taskEvents } from '../../src/ingest/service.ts';
-import { EVENT_ID_NAMESPACE, uuidV5 } from '../../src/ingest/event-ids.ts';
+import { upgrade } from '../../src/db/migrate.ts';
+import { EVENT_ID_NAMESPACE, timePrefixedV5, uuidV5 } from '../../src/ingest/event-ids.ts';
 import { nowIso, nowMicros } from '../../src/lib/clock.ts';
 import { findTask, listQueues, listWorkers, projectAdapterHealth } from '../../src/tasks/service.ts';
 import { toPlainObject } from '../../src/transport/json-convert.ts';
@@ -13,7 +14,7 @@ import { parseJson, type JsonObject } from '../../src/transport/json.ts';
 import { newFrameContext, routeFrames } from '../../src/transport/router.ts';
 import { FrameSigner } from '../../src/transport/signer.ts';
 import { FrameVerifier } from '../../src/transport/verifier.ts';
-import { testDialect, type TestService } from '../helpers/app.ts';
+import { testDialect, testService, type TestService } from '../helpers/app.ts';
 import { agentFixture, insertProject, TEST_ACTOR } from '../helpers/agents.ts';
 import { metricValue } from '../helpers/metrics.ts';
 
@@ -40,8 +41,19 @@ async function ingest(events: unknown[], frameId: string | null = `ev_${crypto.r
   const text = JSON.stringify({ events }).replaceAll('"__BIG__"', '123456789012345678901234567890');
   const payload = toPlainObject(parseJson(text) as JsonObject);
   const read = readEvents(payload, { projectId, agentId: agent, frameId, nowMicros: nowMicros() });
-  const stored = await svc.ctx.db.tx((tx) => storeEvents(tx, { projectId, agentId: agent, frameId }, read.records, nowIso()));
+  const stored = await svc.ctx.db.tx(async (tx) => {
+    const r = await storeEvents(tx, { projectId, agentId: agent, frameId }, read.records, nowIso());
+    await holdOpen?.(); // a test holding the transaction open
+    return r;
+  });
   return { ...read, ...stored };
+}
+let holdOpen: (() => Promise<void>) | null = null;
+
+/** A task's history as the task detail route reads it (none for an unknown task). */
+async function eventsOf(projectId: string, engine: string, taskId: string) {
+  const task = await findTask(svc.ctx.db, projectId, engine, taskId);
+  return task ? taskEvents(svc.ctx.db, task.id) : [];
 }
 
 describe(`ingest on ${testDialect()}`, () => {
@@ -52,10 +64,10 @@ describe(`ingest on ${testDialect()}`, () => {
     const other = (await mintAgent(svc.ctx, project.id, 'second', TEST_ACTOR)).agent.id;
     const sameEvent = [{ ...batch[0], id: crypto.randomUUID() }];
     expect((await ingest(sameEvent, 'ev_bbbbbbbbbbbb', other)).stored).toBe(0);
-    expect(await taskEvents(svc.ctx.db, project.id, 'celery', 'job-1')).toHaveLength(2);
+    expect(await eventsOf(project.id, 'celery', 'job-1')).toHaveLength(2);
   });
 
-  test('event ids: task events by (project, task, kind, second); others by the agent id, or by frame and position when unusable', async () => {
+  test('event ids: task events by (project, task, kind, second), led by that second; others by the agent id, or by frame and position when unusable', async () => {
     const at = Date.UTC(2026, 4, 1, 12, 0, 0);
     const text = new Date(at).toISOString().replace('Z', '+00:00');
     const nonTask = { id: 'AAAAAAAA-BBBB-4CCC-8DDD-EEEEEEEEEEEE', kind: 'worker.online', engine: 'celery', task_id: '', occurred_at: text, data: {} };
@@ -63,7 +75,7 @@ describe(`ingest on ${testDialect()}`, () => {
     (payload.events as Record<string, unknown>[])[0]!.occurred_at = text;
     const read = readEvents(payload, { projectId: project.id, agentId, frameId: 'ev_1', nowMicros: at * 1000 });
     expect(read.records.map((r) => r.id)).toEqual([
-      uuidV5(EVENT_ID_NAMESPACE, `${project.id}:abc:task.started:${at / 1000}`),
+      timePrefixedV5(EVENT_ID_NAMESPACE, `${project.id}:abc:task.started:${at / 1000}`, at),
       uuidV5(EVENT_ID_NAMESPACE, `${project.id}:aaaaaaaa-bbbb-4ccc-8ddd-eeeeeeeeeeee`),
       uuidV5(EVENT_ID_NAMESPACE, `${project.id}:${agentId}:ev_1:2`),
       uuidV5(EVENT_ID_NAMESPACE, `${project.id}:${agentId}:ev_1:3`),
@@ -85,28 +97,57 @@ describe(`ingest on ${testDialect()}`, () => {
     expect(kinds[0]!.kind).toBe('task.received');
     expect(kinds[0]!.occurred_at > new Date(Date.now() - 401 * 86_400_000).toISOString()).toBe(true);
     expect(kinds[1]!.kind).toBe('unknown');
-    const big = await taskEvents(svc.ctx.db, project.id, 'celery', 'big');
+    const big = await eventsOf(project.id, 'celery', 'big');
     expect(big[0]!.payload).toMatchObject({ note: 'a\ufffdb', kwargs: { n: '123456789012345678901234567890' } });
     expect((await findTask(svc.ctx.db, project.id, 'celery', 'big'))!.kwargs).toEqual({ n: '123456789012345678901234567890' });
   });
 
-  test("a task's events: by task id alone in the index, this project's and engine's only, oldest first", async () => {
+  test("a task's events: by its row id in the index, this project's and engine's only, oldest first", async () => {
     await ingest([ev('task.succeeded', 'shared-id', -1000), ev('task.started', 'shared-id', -3000), { ...ev('task.started', 'shared-id', -2000), engine: 'rq' }]);
     const other = await insertProject(svc.ctx.db, 'other');
     const otherAgent = (await mintAgent(svc.ctx, other.id, 'elsewhere', TEST_ACTOR)).agent.id;
     await ingest([ev('task.received', 'shared-id', -4000)], null, otherAgent, other.id);
-    const found = await taskEvents(svc.ctx.db, project.id, 'celery', 'shared-id');
+    const found = await eventsOf(project.id, 'celery', 'shared-id');
     expect(found.map((e) => e.kind)).toEqual(['task.started', 'task.succeeded']);
-    expect((await taskEvents(svc.ctx.db, other.id, 'celery', 'shared-id')).map((e) => e.kind)).toEqual(['task.received']);
+    expect((await eventsOf(project.id, 'rq', 'shared-id')).map((e) => e.kind)).toEqual(['task.started']);
+    expect((await eventsOf(other.id, 'celery', 'shared-id')).map((e) => e.kind)).toEqual(['task.received']);
+    const task = (await findTask(svc.ctx.db, project.id, 'celery', 'shared-id'))!;
     if (testDialect() === 'sqlite') {
-      const plan = await svc.ctx.db.all<{ detail: string }>(
-        sql`EXPLAIN QUERY PLAN SELECT * FROM events WHERE project_id = ${project.id} AND engine = 'celery' AND task_id = 'shared-id' ORDER BY occurred_at, id`,
-      );
-      expect(plan.map((p) => p.detail).join('; ')).toContain('USING INDEX events_task (task_id=?)');
+      const plan = await svc.ctx.db.all<{ detail: string }>(sql`EXPLAIN QUERY PLAN SELECT * FROM events WHERE task_ref = ${task.id} ORDER BY occurred_at, id`);
+      expect(plan.map((p) => p.detail).join('; ')).toContain('USING INDEX events_task_ref (task_ref=?)');
     } else {
-      const [ix] = await svc.ctx.db.all<{ indexdef: string }>(sql`SELECT indexdef FROM pg_indexes WHERE indexname = 'events_task'`);
-      expect(ix!.indexdef).toContain('(task_id)');
+      const [ix] = await svc.ctx.db.all<{ indexdef: string }>(sql`SELECT indexdef FROM pg_indexes WHERE indexname = 'events_task_ref'`);
+      expect(ix!.indexdef).toContain('(task_ref)');
     }
+  });
+
+  test('events of unknown kinds that name a task join its history when the task is known; re-sent ones are not tied twice', async () => {
+    await ingest([ev('telepathy.early', 'u1', -5000)]); // no task u1 yet: stored, in no history
+    await ingest([ev('task.started', 'u1', -4000)]);
+    const late = [ev('telepathy.late', 'u1', -3000), ev('task.succeeded', 'u1', -2000)];
+    await ingest(late, 'ev_late00000000');
+    expect((await ingest(late, 'ev_late00000000')).stored).toBe(0);
+    expect((await eventsOf(project.id, 'celery', 'u1')).map((e) => e.kind)).toEqual(['task.started', 'unknown', 'task.succeeded']);
+    const loose = await svc.ctx.db.all<{ kind: string; task_ref: string | null }>(sql`SELECT kind, task_ref FROM events WHERE task_id = 'u1' AND task_ref IS NULL`);
+    expect(loose).toEqual([{ kind: 'unknown', task_ref: null }]);
+  });
+
+  test('a task first stored by a transaction that commits while another stores events of it: every event in its history', async () => {
+    // On PostgreSQL the second transaction looks the task up before the first commits, chooses a
+    // row id of its own, then finds the first one's row at its upsert: its events are tied again.
+    // (SQLite runs the two one after the other.)
+    let release!: () => void;
+    const released = new Promise<void>((r) => (release = r));
+    holdOpen = () => released;
+    const first = ingest([ev('task.received', 'race', -3000)]);
+    await Bun.sleep(100);
+    holdOpen = null;
+    const second = ingest([ev('task.started', 'race', -2000), ev('task.succeeded', 'race', -1000)]);
+    await Bun.sleep(300);
+    release();
+    await Promise.all([first, second]);
+    expect((await eventsOf(project.id, 'celery', 'race')).map((e) => e.kind)).toEqual(['task.received', 'task.started', 'task.succeeded']);
+    expect(await svc.ctx.db.all<{ n: number }>(sql`SELECT COUNT(*) AS n FROM tasks WHERE task_id = 'race'`)).toEqual([{ n: 1 }]);
   });
 
   test('task projection: terminal states win over later non-terminal ones; newer wins within a tier; retries counted; fields merged', async () => {
@@ -187,5 +228,41 @@ describe(`ingest on ${testDialect()}`, () => {
     expect(metricValue(text, 'svc_tasks_total', { state: 'success' })).toBe(1);
     expect(metricValue(text, 'svc_tasks_total', { state: 'started' })).toBe(1);
     expect(metricValue(text, 'svc_events_ingested_total')).toBe(2);
+  });
+});
+
+describe(`migration 0008 on ${testDialect()}`, () => {
+  test("ties the events stored before it to their tasks' rows; events of no task stay untied", async () => {
+    const old = await testService({ migrate: false });
+    try {
+      const db = old.ctx.db;
+      await upgrade(db, '0007');
+      const p = await insertProject(db, 'before-0008');
+      const agent = (await mintAgent(old.ctx, p.id, 'a', TEST_ACTOR)).agent.id;
+      const at = '2026-11-01T00:00:00.000000+00:00';
+      const event = (id: string, engine: string, taskId: string, kind: string) =>
+        sql`INSERT INTO events (id, project_id, agent_id, engine, task_id, kind, occurred_at, received_at, payload) VALUES (${id}, ${p.id}, ${agent}, ${engine}, ${taskId}, ${kind}, ${at}, ${at}, '{}')`;
+      await db.tx(async (tx) => {
+        await tx.run(sql`INSERT INTO tasks (id, project_id, engine, task_id, state, state_tier, state_at, tags, created_at, updated_at) VALUES ('row-c', ${p.id}, 'celery', 't1', 'success', 1, ${at}, '[]', ${at}, ${at})`);
+        await tx.run(sql`INSERT INTO tasks (id, project_id, engine, task_id, state, state_tier, state_at, tags, created_at, updated_at) VALUES ('row-r', ${p.id}, 'rq', 't1', 'started', 0, ${at}, '[]', ${at}, ${at})`);
+        await tx.run(event('e1', 'celery', 't1', 'task.started'));
+        await tx.run(event('e2', 'celery', 't1', 'task.succeeded'));
+        await tx.run(event('e3', 'rq', 't1', 'task.started'));
+        await tx.run(event('e4', 'celery', 'never-projected', 'unknown'));
+        await tx.run(event('e5', 'celery', '', 'worker.online'));
+      });
+      expect(await upgrade(db)).toEqual(['0008']);
+      const rows = await db.all<{ id: string; task_ref: string | null }>(sql`SELECT id, task_ref FROM events ORDER BY id`);
+      expect(rows).toEqual([
+        { id: 'e1', task_ref: 'row-c' },
+        { id: 'e2', task_ref: 'row-c' },
+        { id: 'e3', task_ref: 'row-r' },
+        { id: 'e4', task_ref: null },
+        { id: 'e5', task_ref: null },
+      ]);
+      expect((await taskEvents(db, 'row-c')).map((e) => e.id)).toEqual(['e1', 'e2']);
+    } finally {
+      await old.close();
+    }
   });
 });
