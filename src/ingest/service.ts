@@ -60,8 +60,8 @@ export async function storeEventBatches(
   for (const id of fresh) stored[owner.get(id)!]!++;
   const added = records.filter((r) => fresh.has(r.id));
   if (added.length === 0) return { stored, states: [] };
-  const states = await projectEvents(ex, where.projectId, added, now, rowIds.ids);
-  await retie(ex, where.projectId, added, rowIds);
+  const { states, storedTaskIds } = await projectEvents(ex, where.projectId, added, now, rowIds.ids);
+  if (storedTaskIds) await retie(ex, where.projectId, added, rowIds, storedTaskIds);
   return { stored, states };
 }
 
@@ -96,18 +96,18 @@ async function taskRowsFor(ex: Executor, projectId: string, records: EventRecord
 }
 
 /** On PostgreSQL another transaction may create a task between the look-up and
- * the projection, under its own row id: events tied to the id chosen here are
- * tied to the stored one instead. SQLite's one writer holds the database from
- * the look-up to the commit, so there the chosen ids always hold. */
-async function retie(ex: Executor, projectId: string, added: EventRecord[], rows: TaskRowIds): Promise<void> {
-  if (ex.dialect !== 'postgres' || rows.chosen.size === 0) return;
-  const stored = await taskRowIds(ex, projectId, rows.chosen.values());
+ * the projection, under its own row id (the upsert then keeps that one, and
+ * `stored` lacks the id chosen here): its events are tied to the stored id.
+ * SQLite's one writer holds the database from the look-up to the commit, so
+ * there the chosen ids always hold. */
+async function retie(ex: Executor, projectId: string, added: EventRecord[], rows: TaskRowIds, stored: Set<string>): Promise<void> {
+  const lost = [...rows.chosen].filter(([key]) => !stored.has(rows.ids.get(key)!));
+  if (lost.length === 0) return;
+  const actual = await taskRowIds(ex, projectId, lost.map(([, task]) => task));
   const pairs: [string, string][] = [];
   for (const r of added) {
-    if (r.taskId === '') continue;
-    const key = taskKey(r.engine, r.taskId);
-    const id = stored.get(key);
-    if (rows.chosen.has(key) && id !== undefined && id !== rows.ids.get(key)) pairs.push([r.id, id]);
+    const id = r.taskId === '' ? undefined : actual.get(taskKey(r.engine, r.taskId));
+    if (id !== undefined) pairs.push([r.id, id]);
   }
   // Id order, as the inserts (rows locked in one order).
   pairs.sort((a, b) => (a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : 0));

@@ -125,10 +125,16 @@ function queueRow(projectId: string, engine: string, name: string, now: string, 
  * order, so PostgreSQL never finds them deadlocked. */
 const inKeyOrder = <T>(rows: Map<string, T>): T[] => [...rows.keys()].sort().map((k) => rows.get(k)!);
 
-/** Projects newly stored events onto tasks, workers and queues; returns the task
- * state each task event set (for metrics). A task not stored yet gets the row
- * id `rowIds` holds for it (by taskKey), else a new one. */
-export async function projectEvents(ex: Executor, projectId: string, records: EventRecord[], now: string, rowIds: ReadonlyMap<string, string> = new Map()): Promise<TaskState[]> {
+export interface Projected {
+  /** Task state each task event set (for metrics). */
+  states: TaskState[];
+  /** PostgreSQL: the row ids of the tasks written, as stored (see upsertTasks). */
+  storedTaskIds: Set<string> | null;
+}
+
+/** Projects newly stored events onto tasks, workers and queues. A task not stored
+ * yet gets the row id `rowIds` holds for it (by taskKey), else a new one. */
+export async function projectEvents(ex: Executor, projectId: string, records: EventRecord[], now: string, rowIds: ReadonlyMap<string, string> = new Map()): Promise<Projected> {
   const taskRows = new Map<string, TaskRow>();
   const workerRows = new Map<string, WorkerRow>();
   const queueRows = new Map<string, QueueRow>();
@@ -166,10 +172,10 @@ export async function projectEvents(ex: Executor, projectId: string, records: Ev
       }
     }
   }
-  if (taskRows.size > 0) await upsertTasks(ex, inKeyOrder(taskRows));
+  const storedTaskIds = taskRows.size > 0 ? await upsertTasks(ex, inKeyOrder(taskRows)) : null;
   if (workerRows.size > 0) await upsertWorkers(ex, inKeyOrder(workerRows));
   if (queueRows.size > 0) await upsertQueues(ex, inKeyOrder(queueRows));
-  return states;
+  return { states, storedTaskIds };
 }
 
 const MAX_HEALTH_KEYS = 256;
