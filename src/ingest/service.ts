@@ -61,7 +61,7 @@ export async function storeEventBatches(
   const added = records.filter((r) => fresh.has(r.id));
   if (added.length === 0) return { stored, states: [] };
   const { states, storedTaskIds } = await projectEvents(ex, where.projectId, added, now, rowIds.ids);
-  if (storedTaskIds) await retie(ex, where.projectId, added, rowIds, storedTaskIds);
+  if (ex.dialect === 'postgres') await retie(ex, where.projectId, added, rowIds, storedTaskIds ?? new Set());
   return { stored, states };
 }
 
@@ -97,9 +97,10 @@ async function taskRowsFor(ex: Executor, projectId: string, records: EventRecord
 
 /** On PostgreSQL another transaction may create a task between the look-up and
  * the projection, under its own row id (the upsert then keeps that one, and
- * `stored` lacks the id chosen here): its events are tied to the stored id.
- * SQLite's one writer holds the database from the look-up to the commit, so
- * there the chosen ids always hold. */
+ * `stored` lacks the id chosen here; when that transaction stored the very
+ * event that would have created the task here, this one upserts no task at
+ * all): its events are tied to the stored id. SQLite's one writer holds the
+ * database from the look-up to the commit, so there the chosen ids always hold. */
 async function retie(ex: Executor, projectId: string, added: EventRecord[], rows: TaskRowIds, stored: Set<string>): Promise<void> {
   const lost = [...rows.chosen].filter(([key]) => !stored.has(rows.ids.get(key)!));
   if (lost.length === 0) return;

@@ -150,6 +150,22 @@ describe(`ingest on ${testDialect()}`, () => {
     expect(await svc.ctx.db.all<{ n: number }>(sql`SELECT COUNT(*) AS n FROM tasks WHERE task_id = 'race'`)).toEqual([{ n: 1 }]);
   });
 
+  test('...and when that transaction stored the very event that would have created the task, the rest still join its history', async () => {
+    const received = ev('task.received', 'race-2', -3000);
+    let release!: () => void;
+    const released = new Promise<void>((r) => (release = r));
+    holdOpen = () => released;
+    const first = ingest([received]);
+    await Bun.sleep(100);
+    holdOpen = null;
+    // The same task.received (so the same event id: a duplicate once the first commits) and an event of a kind svc does not know.
+    const second = ingest([{ ...received, id: crypto.randomUUID() }, ev('telepathy.noted', 'race-2', -2000)]);
+    await Bun.sleep(300);
+    release();
+    await Promise.all([first, second]);
+    expect((await eventsOf(project.id, 'celery', 'race-2')).map((e) => e.kind)).toEqual(['task.received', 'unknown']);
+  });
+
   test('task projection: terminal states win over later non-terminal ones; newer wins within a tier; retries counted; fields merged', async () => {
     await ingest([ev('task.received', 't1', -5000, { args: [1, 2], kwargs: { a: 1 } }), ev('task.started', 't1', -4000)]);
     await ingest([ev('task.succeeded', 't1', -3000, { result: 3, runtime_ms: 40 })]);

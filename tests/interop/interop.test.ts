@@ -135,9 +135,13 @@ async function enqueue(kind: string, ...args: string[]): Promise<string> {
 
 const task = async (taskId: string) => (await api.call('GET', `/api/v1/projects/default/tasks/celery/${taskId}`)).body;
 
-async function waitForState(run: Run, taskId: string, state: string, ms = 30_000): Promise<any> {
+/** Waits for the task to reach `state` and, with `fields`, to hold those values too: the worker's
+ * events of one task may reach svc in more than one upload (a failure reported before the
+ * receipt that names the task and its arguments). */
+async function waitForState(run: Run, taskId: string, state: string, fields: Record<string, unknown> = {}, ms = 30_000): Promise<any> {
+  const holds = (t: any) => t?.state === state && Object.entries(fields).every(([k, v]) => Bun.deepEquals(t[k], v));
   try {
-    await eventually(async () => (await task(taskId))?.state === state, ms, `task ${taskId} to be ${state}`);
+    await eventually(async () => holds(await task(taskId)), ms, `task ${taskId} to be ${state} with ${JSON.stringify(fields)}`);
   } catch (e) {
     throw new Error(`${(e as Error).message}; last seen: ${JSON.stringify(await task(taskId))}\nworker log tail:\n${run.logs().slice(-3000)}`);
   }
@@ -219,7 +223,8 @@ for (const transport of ['ws', 'longpoll'] as const) {
       expect(done.status).toBe('completed');
       const rerun = String(done.result.new_task_id);
       expect(rerun).not.toBe(bad);
-      expect(await waitForState(run, rerun, 'failure')).toMatchObject({ name: 'interop.fail', args: [`${transport}-retry`] });
+      const expected = { name: 'interop.fail', args: [`${transport}-retry`] };
+      expect(await waitForState(run, rerun, 'failure', expected)).toMatchObject(expected);
     }, 90_000);
   });
 }
