@@ -27,8 +27,13 @@ export interface BulkWrite {
 
 const PG_CHUNK = 2000;
 
-/** Text as stored: NUL replaced (PostgreSQL refuses it; both dialects store the same). */
-export const storedText = (value: string): string => (value.includes('\u0000') ? value.replaceAll('\u0000', '\ufffd') : value);
+/** Text as stored, alike on both dialects: NUL replaced (PostgreSQL refuses it),
+ * lone surrogates too (left by cutting text to a length; PostgreSQL's driver
+ * writes them as U+FFFD, and lookups must build the same keys as what is read back). */
+export function storedText(value: string): string {
+  const well = value.isWellFormed() ? value : value.toWellFormed();
+  return well.includes('\u0000') ? well.replaceAll('\u0000', '\ufffd') : well;
+}
 
 /** A cell as bound: JSON as text, booleans as 0/1 (SQLite), text as stored. */
 function cell(isJson: boolean, value: unknown): string | number | null {
@@ -88,8 +93,8 @@ export async function bulkWrite(ex: Executor, spec: BulkWrite, rows: readonly Re
   return out;
 }
 
-/** Sets `target.column` of the row whose `target.key` is each pair's first to the pair's second (text both). */
-export async function bulkSet(ex: Executor, target: { table: string; key: string; column: string }, pairs: readonly (readonly [string, string])[]): Promise<void> {
+/** Sets `target.column` of the row whose `target.key` is each pair's first to the pair's second (text or null). */
+export async function bulkSet(ex: Executor, target: { table: string; key: string; column: string }, pairs: readonly (readonly [string, string | null])[]): Promise<void> {
   const { table, key, column } = target;
   if (ex.dialect === 'sqlite') {
     const statement = sqliteClient(ex).query(`UPDATE ${table} SET ${column} = ? WHERE ${key} = ?`);

@@ -61,7 +61,7 @@ export async function storeEventBatches(
   const added = records.filter((r) => fresh.has(r.id));
   if (added.length === 0) return { stored, states: [] };
   const { states, storedTaskIds } = await projectEvents(ex, where.projectId, added, now, rowIds.ids);
-  if (ex.dialect === 'postgres') await retie(ex, where.projectId, added, rowIds, storedTaskIds ?? new Set());
+  await settleTies(ex, where.projectId, added, rowIds, storedTaskIds);
   return { stored, states };
 }
 
@@ -95,20 +95,25 @@ async function taskRowsFor(ex: Executor, projectId: string, records: EventRecord
   return { ids, chosen };
 }
 
-/** On PostgreSQL another transaction may create a task between the look-up and
- * the projection, under its own row id (the upsert then keeps that one, and
- * `stored` lacks the id chosen here; when that transaction stored the very
- * event that would have created the task here, this one upserts no task at
- * all): its events are tied to the stored id. SQLite's one writer holds the
- * database from the look-up to the commit, so there the chosen ids always hold. */
-async function retie(ex: Executor, projectId: string, added: EventRecord[], rows: TaskRowIds, stored: Set<string>): Promise<void> {
-  const lost = [...rows.chosen].filter(([key]) => !stored.has(rows.ids.get(key)!));
-  if (lost.length === 0) return;
-  const actual = await taskRowIds(ex, projectId, lost.map(([, task]) => task));
-  const pairs: [string, string][] = [];
+/** Events tied to a row id chosen here that no row took: the projection writes
+ * none when every event that would have created the task was stored already (a
+ * duplicate: the same kind in the same second under another engine, or one a
+ * concurrent transaction stored), and on PostgreSQL another transaction may
+ * create the task meanwhile under its own id, which the upsert keeps
+ * (`storedTaskIds`, null on SQLite, lacks the chosen one). Such events are tied
+ * to the task's actual row, or to none. SQLite's one writer holds the database
+ * from the look-up to the commit, so there only the first case arises. */
+async function settleTies(ex: Executor, projectId: string, added: EventRecord[], rows: TaskRowIds, storedTaskIds: Set<string> | null): Promise<void> {
+  const creating = new Set<string>();
+  for (const r of added) if (r.taskId !== '' && taskStateOfKind(r.kind) !== null) creating.add(taskKey(r.engine, r.taskId));
+  const unsure = [...rows.chosen].filter(([key]) => !creating.has(key) || (storedTaskIds !== null && !storedTaskIds.has(rows.ids.get(key)!)));
+  if (unsure.length === 0) return;
+  const actual = await taskRowIds(ex, projectId, unsure.map(([, task]) => task));
+  const keys = new Set(unsure.map(([key]) => key));
+  const pairs: [string, string | null][] = [];
   for (const r of added) {
-    const id = r.taskId === '' ? undefined : actual.get(taskKey(r.engine, r.taskId));
-    if (id !== undefined) pairs.push([r.id, id]);
+    const key = r.taskId === '' ? '' : taskKey(r.engine, r.taskId);
+    if (keys.has(key) && actual.get(key) !== rows.ids.get(key)) pairs.push([r.id, actual.get(key) ?? null]);
   }
   // Id order, as the inserts (rows locked in one order).
   pairs.sort((a, b) => (a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : 0));

@@ -18,8 +18,8 @@ export async function insertEvents(ex: Executor, rows: EventRow[]): Promise<Set<
   return new Set((await bulkWrite(ex, EVENT_WRITE, rows)) as string[]);
 }
 
-/** Sets events' task_ref: pairs of [event id, task row id]. */
-export const setTaskRefs = (ex: Executor, pairs: (readonly [string, string])[]): Promise<void> =>
+/** Sets events' task_ref: pairs of [event id, task row id or null]. */
+export const setTaskRefs = (ex: Executor, pairs: (readonly [string, string | null])[]): Promise<void> =>
   bulkSet(ex, { table: 'events', key: 'id', column: 'task_ref' }, pairs);
 
 /** The events of a task row, oldest first. */

@@ -166,6 +166,30 @@ describe(`ingest on ${testDialect()}`, () => {
     expect((await eventsOf(project.id, 'celery', 'race-2')).map((e) => e.kind)).toEqual(['task.received', 'unknown']);
   });
 
+  test('a task id cut in the middle of a character (200 UTF-16 units) keeps one task and its whole history', async () => {
+    const id = `${'x'.repeat(199)}\u{1F600}`; // cut to 199 x and half of the emoji
+    await ingest([ev('task.received', id, -5000)]);
+    await ingest([ev('task.started', id, -4000)]);
+    await ingest([ev('task.succeeded', id, -3000)]);
+    const rows = await svc.ctx.db.all<{ task_id: string }>(sql`SELECT task_id FROM tasks WHERE task_id LIKE 'xxxxx%'`);
+    expect(rows).toEqual([{ task_id: `${'x'.repeat(199)}\ufffd` }]);
+    expect((await eventsOf(project.id, 'celery', rows[0]!.task_id)).map((e) => e.kind)).toEqual(['task.received', 'task.started', 'task.succeeded']);
+  });
+
+  test("an event that would create a task but is another engine's duplicate (same task id, kind and second) leaves the rest untied, never tied to no row", async () => {
+    const started = ev('task.started', 'twin', -5000);
+    await ingest([started]);
+    // Event ids of task events carry no engine (as the z4j brain's): rq's report of the same second is a duplicate.
+    await ingest([{ ...started, engine: 'rq', id: crypto.randomUUID() }, { ...ev('telepathy.noted', 'twin', -4500), engine: 'rq' }]);
+    await ingest([{ ...ev('task.succeeded', 'twin', -1000), engine: 'rq' }]);
+    expect((await eventsOf(project.id, 'rq', 'twin')).map((e) => e.kind)).toEqual(['task.succeeded']);
+    const dangling = await svc.ctx.db.all<{ kind: string }>(
+      sql`SELECT kind FROM events e WHERE task_ref IS NOT NULL AND NOT EXISTS (SELECT 1 FROM tasks t WHERE t.id = e.task_ref)`,
+    );
+    expect(dangling).toEqual([]);
+    expect(await svc.ctx.db.all<{ engine: string; task_ref: string | null }>(sql`SELECT engine, task_ref FROM events WHERE kind = 'unknown'`)).toEqual([{ engine: 'rq', task_ref: null }]);
+  });
+
   test('task projection: terminal states win over later non-terminal ones; newer wins within a tier; retries counted; fields merged', async () => {
     await ingest([ev('task.received', 't1', -5000, { args: [1, 2], kwargs: { a: 1 } }), ev('task.started', 't1', -4000)]);
     await ingest([ev('task.succeeded', 't1', -3000, { result: 3, runtime_ms: 40 })]);

@@ -1,0 +1,69 @@
+// The ingest store path alone, in-process: what one write transaction of the
+// SQLite writer costs per event, without HTTP, decoding or the other threads.
+//   bun bench/ingest-store.ts [--pg] [events=40000] [--stored=N]
+// Each transaction holds four uploads (what group commit gathers from four
+// agents), each 500 event_batch frames of one event: a task.succeeded of a new
+// task with a random UUID id, as bench/agent-ingest.ts sends. Records are read
+// the way the router reads them (content-derived ids) before the clock starts.
+// --stored=N: N events are stored first, untimed, through the same path (how
+// the cost grows with the database).
+import { readEvents, storeEventBatches } from '../src/ingest/service.ts';
+import { nowIso, nowMicros } from '../src/lib/clock.ts';
+import { loadConfig } from '../src/config/load.ts';
+import { openConfiguredDatabase } from '../src/server/compose.ts';
+import type { PlainObject } from '../src/transport/json-convert.ts';
+import { taskEvent } from '../tests/helpers/test-agent.ts';
+import { dialectName, freshBench, seedAgents } from './lib/setup.ts';
+
+const args = process.argv.slice(2).filter((a) => !a.startsWith('--'));
+const events = Number(args[0] ?? 40_000);
+const storedFirst = Number(process.argv.find((a) => a.startsWith('--stored='))?.split('=')[1] ?? 0);
+const UPLOADS = 4;
+const FRAMES = 500;
+const PER_TRANSACTION = UPLOADS * FRAMES;
+
+const bench = await freshBench();
+const { projectId, agents } = await seedAgents(bench.env, 1);
+const agentId = agents[0]!.agentId;
+// As `svc serve` opens it: WAL checkpoints in a thread of their own.
+const db = openConfiguredDatabase(loadConfig({ env: bench.env }), { backgroundCheckpoints: true });
+
+let frameNo = 0;
+/** One upload: FRAMES one-event batches, read as the router reads them. */
+function upload() {
+  return Array.from({ length: FRAMES }, () => {
+    const frameId = `ev_${++frameNo}`;
+    const event = taskEvent({ task_id: crypto.randomUUID(), kind: 'task.succeeded', data: { task_name: 'app.tasks.add', queue: 'default', worker: 'w1@host', result: 3, runtime_ms: 12 } });
+    const payload = { events: [event] } as unknown as PlainObject;
+    return { frameId, records: readEvents(payload, { projectId, agentId, frameId, nowMicros: nowMicros() }).records };
+  });
+}
+
+/** Stores `count` events, a transaction per PER_TRANSACTION; returns the milliseconds spent in transactions. */
+async function store(count: number): Promise<number> {
+  let spent = 0;
+  for (let done = 0; done < count; done += PER_TRANSACTION) {
+    const uploads = Array.from({ length: UPLOADS }, upload);
+    const t0 = performance.now();
+    await db.tx(async (tx) => {
+      for (const batches of uploads) await storeEventBatches(tx, { projectId, agentId }, batches, nowIso());
+    });
+    spent += performance.now() - t0;
+  }
+  return spent;
+}
+
+await store(storedFirst);
+const ms = await store(events);
+await db.close();
+await bench.dropDatabase();
+console.log(
+  JSON.stringify({
+    bench: 'ingest-store',
+    dialect: dialectName,
+    stored_first: storedFirst,
+    events,
+    us_per_event: Number(((ms * 1000) / events).toFixed(1)),
+    events_per_second: Math.round(events / (ms / 1000)),
+  }),
+);
