@@ -19,7 +19,7 @@ import { nowMicros } from '../lib/clock.ts';
 import { describeError } from '../lib/errors.ts';
 import { logger } from '../lib/log.ts';
 import type { AppContext } from '../server/context.ts';
-import { VERSION } from '../version.ts';
+import { BRAIN_VERSION } from '../version.ts';
 import { FrameError } from './errors.ts';
 import { helloAck, readHello, retryEnginesOf } from './hello.ts';
 import type { JsonInputObject } from './json-convert.ts';
@@ -214,7 +214,7 @@ export class AgentSocket implements LiveSocket {
       retryEngines: retryEnginesOf(facts.capabilities),
     };
     const maxFrameBytes = ctx.config.SVC_WS_MAX_FRAME_BYTES;
-    this.ws!.send(helloAck({ brainVersion: VERSION, agentId: agent.id, projectId: agent.project_id, sessionId, maxFrameBytes }));
+    this.ws!.send(helloAck({ brainVersion: BRAIN_VERSION, agentId: agent.id, projectId: agent.project_id, sessionId, maxFrameBytes }));
     this.phase = 'open';
     rt.sockets.handshaking.delete(this);
     log.debug({ agent_id: agent.id, worker_id: this.workerKey, engines: facts.engines }, 'agent connected');

@@ -10,6 +10,7 @@ import { ManualClock, nowMicros, resetClock, setClock } from '../../src/lib/cloc
 import { deliverySweep, idleSweep, revocationSweep } from '../../src/transport/jobs.ts';
 import { AgentTransport } from '../../src/transport/runtime.ts';
 import { formatFrameTimestamp } from '../../src/transport/timestamp.ts';
+import { VERSION, Z4J_AGENT_LINE } from '../../src/version.ts';
 import { countRows, issueTestCommand, liveAgentFixture, TEST_ACTOR, until, type LiveService } from '../helpers/agents.ts';
 import { metricValue } from '../helpers/metrics.ts';
 import { taskEvent, type TestAgent, type WsAgent } from '../helpers/test-agent.ts';
@@ -45,6 +46,9 @@ describe('handshake', () => {
     const raw = c.helloAck;
     expect(raw).toMatchObject({ v: 2, type: 'hello_ack', payload: { protocol_version: '2', agent_id: agent.agentId, project_id: project.id } });
     expect(raw.id).toMatch(/^hack_[0-9a-f]{12}$/);
+    // The z4j agent line svc is tested against, svc's own version as a local label: a current agent
+    // (same major.minor) logs no upgrade warning (tests/interop shows both sides with real agents).
+    expect(raw.payload.brain_version).toBe(`${Z4J_AGENT_LINE}.0+svc.${VERSION}`);
     expect(raw.payload.heartbeat_interval_seconds).toBe(10);
     expect(raw.payload.max_frame_size_bytes).toBe(1048576);
     expect(raw.payload.session_id).toMatch(/^[0-9a-f-]{36}$/);
