@@ -60,8 +60,13 @@ export class Proc {
   constructor(readonly proc: Subprocess<'ignore', 'pipe', 'pipe'>) {
     for (const stream of [proc.stdout, proc.stderr]) {
       void (async () => {
+        const reader = stream.getReader();
         const decoder = new TextDecoder();
-        for await (const chunk of stream) this.text += decoder.decode(chunk, { stream: true });
+        for (;;) {
+          const { done, value } = await reader.read();
+          if (done) return;
+          this.text += decoder.decode(value, { stream: true });
+        }
       })();
     }
   }
