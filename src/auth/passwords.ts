@@ -1,8 +1,6 @@
 // Passwords: argon2id hashes (@node-rs/argon2) and the policy of the spec
 // (length 12..256 by default; three of lowercase, uppercase, digit, symbol
 // below 16 characters; common passwords denied).
-import { hash, verify } from '@node-rs/argon2';
-import { dictionary } from '@zxcvbn-ts/language-common';
 import type { Config } from '../config/load.ts';
 
 export const MAX_PASSWORD_LENGTH = 256;
@@ -17,13 +15,17 @@ const options = (c: HashConfig) => ({
   outputLen: 32,
 });
 
-export const hashPassword = (password: string, c: HashConfig): Promise<string> => hash(password, options(c));
+// The native argon2 module is loaded at the first hash or verification, not at start-up.
+const argon2 = () => import('@node-rs/argon2');
+
+export const hashPassword = async (password: string, c: HashConfig): Promise<string> => (await argon2()).hash(password, options(c));
 
 // A fixed hash verified for unknown accounts, so a login for an address with
 // no user costs the same as one with a wrong password.
 let dummy: Promise<string> | null = null;
 
 export async function verifyPassword(stored: string | null, password: string, c: HashConfig): Promise<boolean> {
+  const { hash, verify } = await argon2();
   if (stored === null) {
     dummy ??= hash('svc-dummy-password-for-timing', options(c));
     await verify(await dummy, password).catch(() => false);
@@ -32,11 +34,20 @@ export async function verifyPassword(stored: string | null, password: string, c:
   return verify(stored, password).catch(() => false);
 }
 
-// ~49,000 common passwords (zxcvbn's list), lower-case.
-const COMMON = new Set<string>((dictionary as Record<string, string[]>)['passwords-common'] ?? []);
+// ~49,000 common passwords (zxcvbn's list), lower-case. Loaded at the first password check: the
+// package decompresses its lists as it is imported, some 14 MB that an idle service need not hold.
+let common: Set<string> | null = null;
+function commonPasswords(): Set<string> {
+  if (!common) {
+    const { dictionary } = require('@zxcvbn-ts/language-common') as { dictionary: Record<string, string[]> };
+    common = new Set<string>(dictionary['passwords-common'] ?? []);
+  }
+  return common;
+}
 
 /** A common password, one typed twice, or one with digits and symbols stuck on (Summer2026!). */
 function isCommon(password: string): boolean {
+  const COMMON = commonPasswords();
   const folded = password.toLowerCase();
   if (COMMON.has(folded)) return true;
   const half = folded.slice(0, folded.length / 2);

@@ -6,7 +6,6 @@ import { X509Certificate, createHash, createPrivateKey } from 'node:crypto';
 import { existsSync, mkdirSync, readFileSync } from 'node:fs';
 import { hostname } from 'node:os';
 import { join } from 'node:path';
-import selfsigned from 'selfsigned';
 import type { Config } from '../config/load.ts';
 import { writeFileAtomic } from '../config/secrets.ts';
 
@@ -64,6 +63,7 @@ export async function mintSelfSigned(tlsDir: string, names: string[]): Promise<T
     /^[\d.]+$|:/.test(n) ? { type: 7 as const, ip: n } : { type: 2 as const, value: n },
   );
   const now = new Date();
+  const { default: selfsigned } = await import('selfsigned');
   const pems = await selfsigned.generate([{ name: 'commonName', value: hostname() }], {
     keyType: 'ec',
     curve: 'P-256',

@@ -7,7 +7,7 @@ import { principalOf } from '../auth/principal.ts';
 import { unauthorized } from '../http/errors.ts';
 import type { AppContext } from '../server/context.ts';
 import { SETUP_CLOSED_HTML, setupPage } from './page.ts';
-import { completeSetup, setupOpen } from './service.ts';
+import { completeSetup, setupClosed, setupOpen } from './service.ts';
 
 const html = (body: string, status: number, headers: Record<string, string> = {}) =>
   new Response(body, { status, headers: { 'content-type': 'text/html; charset=utf-8', 'cache-control': 'no-store', 'referrer-policy': 'no-referrer', ...headers } });
@@ -39,6 +39,11 @@ export const setupRoutes = (ctx: AppContext) =>
         return withCookies(201, { user: result.user, project: result.project }, result.session.cookies(isSecureRequest(ctx, request)));
       },
       {
+        // Once setup is closed every completion is answered 409, before the body's fields are
+        // checked (transform runs ahead of validation): a malformed token must not read as 422.
+        transform: async () => {
+          if (!(await setupOpen(ctx.db))) throw setupClosed();
+        },
         body: Body({
           token: Type.String({ minLength: 10, maxLength: 200 }),
           email: Type.String({ minLength: 3, maxLength: 320 }),

@@ -83,9 +83,11 @@ export interface SetupResult {
   session: NewSession;
 }
 
+/** The answer to a setup completion once users exist. */
+export const setupClosed = () => new ApiError(409, 'conflict', 'setup is already complete', { reason: 'already_initialised' }, {}, 'already_initialised');
+
 export async function completeSetup(ctx: AppContext, input: SetupInput, actor: Actor): Promise<SetupResult> {
-  const closed = () => new ApiError(409, 'conflict', 'setup is already complete', { reason: 'already_initialised' }, {}, 'already_initialised');
-  if (!(await setupOpen(ctx.db))) throw closed();
+  if (!(await setupOpen(ctx.db))) throw setupClosed();
   // Completion requests per address per 15 minutes (per worker process).
   const perIp = limiterFor(ctx, 'setup-complete', 5, 15 * 60_000);
   const ip = actor.source_ip ?? 'unknown';
@@ -102,7 +104,7 @@ export async function completeSetup(ctx: AppContext, input: SetupInput, actor: A
   }
   const prepared = await prepareUser(ctx, { ...input, is_admin: true });
   return ctx.db.tx(async (tx) => {
-    if (!(await setupOpen(tx))) throw closed();
+    if (!(await setupOpen(tx))) throw setupClosed();
     const user = await insertPreparedUser(tx, ctx, prepared, actor);
     const project = await insertNewProject(tx, ctx, DEFAULT_PROJECT, { ...actor, user_id: prepared.id });
     await grantMembership(tx, ctx, project.id, prepared.id, 'admin', { ...actor, user_id: prepared.id });

@@ -38,6 +38,11 @@ describe('first-boot setup', () => {
     const again = await new Browser(svc).call('POST', '/api/v1/setup/complete', { body: { token, email: 'x@example.com', password: STRONG_PASSWORD } });
     expect(again.status).toBe(409);
     expect(again.body).toMatchObject({ error: 'conflict', detail: 'already_initialised', details: { reason: 'already_initialised' } });
+    // Whatever the body: a malformed token, missing fields, unknown fields, no body at all.
+    for (const body of [{ token: 'x' }, {}, { token, email: 1, extra: true }, undefined]) {
+      const r = await new Browser(svc).call('POST', '/api/v1/setup/complete', { body });
+      expect([r.status, r.body.detail]).toEqual([409, 'already_initialised']);
+    }
     expect((await new Browser(svc).call('GET', '/setup')).status).toBe(404);
     expect((await new Browser(svc).call('GET', '/api/v1/setup/status')).status).toBe(401);
     expect(await auditActions()).toEqual(expect.arrayContaining(['user.created', 'project.created', 'membership.granted', 'setup.completed']));
