@@ -139,7 +139,7 @@ for (const engine of engines) {
         expect(done).toMatchObject({ status: 'completed', error: null });
         const rerun = spec.newTaskId(done.result);
         expect(rerun).not.toBe(bad);
-        const expected = { name: engine.names.fail, args };
+        const expected = { name: engine.names.fail, ...(spec.rerun?.(args) ?? { args }) };
         expect(await world.waitForTask(cell.proc, engine.name, rerun, 'failure', expected)).toMatchObject(expected);
       }, 90_000);
     });

@@ -45,6 +45,9 @@ export interface RetrySupport {
   body?: (args: unknown[]) => Record<string, unknown>;
   /** The id of the re-run task, from the command's result. */
   newTaskId(result: Record<string, unknown>): string;
+  /** What svc shows of the re-run besides its state and name; default: its arguments. Adapters
+   * that never report arguments show them otherwise (the exception text names them). */
+  rerun?: (args: unknown[]) => Record<string, unknown>;
 }
 
 export interface Engine {
