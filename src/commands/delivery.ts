@@ -35,8 +35,14 @@ export interface ClaimOptions {
  * always go through the writer connection's transaction. */
 const singleStatement = <T>(db: Db, fn: (ex: Executor) => Promise<T>): Promise<T> => (db.dialect === 'postgres' ? fn(db) : db.tx(fn));
 
+/** A retry that carries both halves of the arguments to run replays nothing by reference: the
+ * agent submits the task by name (z4j's lowering for engines without a native retry), so it needs
+ * no retry contract (docs/spec-deviations.md). */
+const carriesArguments = (row: CommandRow): boolean =>
+  row.action === 'retry_task' && row.payload.override_args != null && row.payload.override_kwargs != null;
+
 const deliverable = (row: CommandRow, retryEngines: ReadonlySet<string>): boolean =>
-  !RETRY_FAMILY.has(row.action) || (row.engine !== null && retryEngines.has(row.engine));
+  !RETRY_FAMILY.has(row.action) || carriesArguments(row) || (row.engine !== null && retryEngines.has(row.engine));
 
 /** Claims up to `max` commands for a session, oldest first. */
 export async function claimCommands(db: Db, opts: ClaimOptions): Promise<CommandRow[]> {

@@ -29,8 +29,19 @@ export const taskStateOfKind = (kind: string): TaskState | null => STATE_OF_KIND
 const str = (v: unknown, max = 500): string | null => (typeof v === 'string' && v !== '' ? v.slice(0, max) : null);
 const int = (v: unknown): number | null => (typeof v === 'number' && Number.isSafeInteger(v) ? v : null);
 
+/** A failure's exception and traceback. Some agents (z4j-rq) send the whole traceback as the
+ * exception: its last line is the exception itself, and the text is the traceback when none came apart. */
+function failureOf(d: Record<string, unknown>): { exception: string | null; traceback: string | null } {
+  const text = typeof d.exception === 'string' ? d.exception.trim() : '';
+  const traceback = str(d.traceback, 10_000);
+  if (!text.includes('\n')) return { exception: str(text), traceback };
+  const last = text.split('\n').reverse().find((line) => line.trim() !== '')!;
+  return { exception: str(last.trim()), traceback: traceback ?? str(text, 10_000) };
+}
+
 function taskRowOf(id: string, projectId: string, e: EventRecord, state: TaskState, now: string): TaskRow {
   const d = e.data;
+  const failure = e.kind === 'task.failed' ? failureOf(d) : { exception: null, traceback: null };
   const at = e.occurredAt;
   const tags = Array.isArray(d.tags) ? d.tags.filter((x): x is string => typeof x === 'string').slice(0, 64) : [];
   return {
@@ -47,8 +58,8 @@ function taskRowOf(id: string, projectId: string, e: EventRecord, state: TaskSta
     args: 'args' in d && (e.kind === 'task.received' || e.kind === 'task.started' || e.kind === 'task.sent') ? (d.args ?? null) : null,
     kwargs: 'kwargs' in d && (e.kind === 'task.received' || e.kind === 'task.started' || e.kind === 'task.sent') ? (d.kwargs ?? null) : null,
     result: e.kind === 'task.succeeded' && 'result' in d ? (d.result ?? null) : null,
-    exception: e.kind === 'task.failed' ? str(d.exception) : null,
-    traceback: e.kind === 'task.failed' ? str(d.traceback, 10_000) : null,
+    exception: failure.exception,
+    traceback: failure.traceback,
     retry_count: e.kind === 'task.retried' ? 1 : 0,
     eta: str(d.eta, 64),
     received_at: e.kind === 'task.received' ? at : null,

@@ -197,6 +197,14 @@ describe('commands over the socket', () => {
     expect((await withContract.nextSigned()).id).toBe(retry.id);
   });
 
+  test('a retry_task carrying both argument halves needs no retry contract: it replays nothing by reference', async () => {
+    const noContract = await connect({ hello: { capabilities: { taskiq: ['submit_task'] }, worker_id: 'a' } });
+    const halfGiven = await issue({ action: 'retry_task', payload: { engine: 'taskiq', task_id: 't0', task_name: 'tasks:f', override_args: [1], override_kwargs: null } });
+    const given = await issue({ action: 'retry_task', payload: { engine: 'taskiq', task_id: 't1', task_name: 'tasks:f', override_args: [1], override_kwargs: {} } });
+    expect((await noContract.nextSigned()).id).toBe(given.id);
+    expect((await getCommand(svc.ctx.db, project.id, halfGiven.id)).status).toBe('pending');
+  });
+
   test('many large commands all arrive, in seq order, through backpressure', async () => {
     const big = 'x'.repeat(256 * 1024);
     const ids = [];

@@ -207,6 +207,11 @@ describe(`ingest on ${testDialect()}`, () => {
     t = (await findTask(svc.ctx.db, project.id, 'celery', 't2'))!;
     expect(t).toMatchObject({ state: 'failure', retry_count: 2, exception: 'ValueError', traceback: 'Traceback...' });
 
+    // A traceback sent as the exception (z4j-rq): its last line is the exception, the text the traceback.
+    const rqText = `Traceback (most recent call last):\n  File "rq/job.py", line 1, in perform\n${'    x = 1\n'.repeat(80)}ValueError: interop failure: ws\n`;
+    await ingest([ev('task.failed', 't4', -1000, { exception: rqText })]);
+    expect(await findTask(svc.ctx.db, project.id, 'celery', 't4')).toMatchObject({ exception: 'ValueError: interop failure: ws', traceback: rqText.trim() });
+
     // Out of order within one batch.
     await ingest([ev('task.succeeded', 't3', -1000), ev('task.received', 't3', -3000), ev('task.started', 't3', -2000)]);
     expect((await findTask(svc.ctx.db, project.id, 'celery', 't3'))!.state).toBe('success');
