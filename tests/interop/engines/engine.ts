@@ -65,8 +65,8 @@ export interface Engine {
   names: { add: string; fail: string; flaky: string };
   /** What svc shows of the finished `add 2 3` beyond its state and name. */
   added: Record<string, unknown>;
-  /** The exception text of `fail` contains this. */
-  failure: RegExp;
+  /** The exception text of `fail` matches this; null where the adapter sends no exception text. */
+  failure: RegExp | null;
   /** The flaky task's retries: the events svc records for them. */
   retriedEvents: string[];
   cancel: CancelSupport | Refusal;
