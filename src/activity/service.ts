@@ -1,6 +1,8 @@
 // GET /api/v1/activity: recent audit rows. Administrators see every row,
 // service-wide ones included; everyone else sees only rows of the projects
 // they are members of (none without memberships), and never source_ip.
+import { Type, type Static } from '@sinclair/typebox';
+import { AnyObject, Answer, Nullable, Timestamp, Uuid } from '../http/schemas.ts';
 import type { AppContext } from '../server/context.ts';
 import type { Principal } from '../auth/principal.ts';
 import { validationFailed } from '../http/errors.ts';
@@ -26,7 +28,29 @@ export interface FeedParams {
   action_prefix?: string;
 }
 
-export async function activityFeed(ctx: AppContext, who: Principal, params: FeedParams) {
+export const ActivityItem = Answer(
+  {
+    id: Uuid,
+    project_id: Nullable(Uuid),
+    project_slug: Nullable(Type.String()),
+    user_id: Nullable(Type.String()),
+    action: Type.String(),
+    target_type: Nullable(Type.String()),
+    target_id: Nullable(Type.String()),
+    result: Type.String(),
+    outcome: Type.String(),
+    metadata: AnyObject,
+    source_ip: Nullable(Type.String()),
+    occurred_at: Timestamp,
+  },
+  'ActivityItem',
+);
+export const ActivityPage = Answer(
+  { items: Type.Array(ActivityItem), next_before_cursor: Nullable(Type.String()), newest_cursor: Nullable(Type.String()) },
+  'ActivityPage',
+);
+
+export async function activityFeed(ctx: AppContext, who: Principal, params: FeedParams): Promise<Static<typeof ActivityPage>> {
   const since = parseCursor(params.since_cursor, 'since_cursor');
   const before = parseCursor(params.before_cursor, 'before_cursor');
   const limit = params.limit ?? 50;

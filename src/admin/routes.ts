@@ -1,27 +1,38 @@
 // /api/v1/admin: resolved settings and system versions. Global
 // administrators with a browser session only: API keys never reach these.
+import { Type } from '@sinclair/typebox';
 import { Elysia } from 'elysia';
-import { authorize } from '../auth/guards.ts';
+import { guarded } from '../access/guard.ts';
 import { settingsView } from '../config/mask.ts';
+import { Answer } from '../http/schemas.ts';
 import type { AppContext } from '../server/context.ts';
-import { checkForUpdates, installedVersions } from './versions.ts';
+import { checkForUpdates, installedVersions, UpdateCheck, Versions } from './versions.ts';
+
+const ADMIN = { user: { admin: true } } as const;
+const Settings = Answer(
+  {
+    home: Type.String(),
+    settings: Type.Array(
+      Answer({ name: Type.String(), value: Type.Unknown(), source: Type.String(), is_secret: Type.Boolean(), description: Type.String() }),
+    ),
+  },
+  'Settings',
+);
 
 export const adminRoutes = (ctx: AppContext) =>
   new Elysia({ prefix: '/api/v1/admin', detail: { tags: ['admin'] } })
-    .get(
-      '/settings',
-      async ({ request }) => {
-        await authorize(ctx, request, { admin: true });
-        // Secrets are masked; plain URL settings (the database URL among them) are shown as configured.
-        return { home: ctx.paths.home, settings: settingsView(ctx.config, ctx.sources) };
-      },
-      { detail: { summary: 'Resolved settings with their sources; secret values masked' } },
-    )
-    .get('/system/versions', async ({ request }) => {
-      await authorize(ctx, request, { admin: true });
-      return installedVersions();
+    // Secrets are masked; plain URL settings (the database URL among them) are shown as configured.
+    .get('/settings', () => ({ home: ctx.paths.home, settings: settingsView(ctx.config, ctx.sources) }), {
+      ...guarded(ctx, { summary: 'Resolved settings with their sources; secret values masked', access: ADMIN, ok: Settings }),
     })
-    .post('/system/versions/check', async ({ request }) => {
-      await authorize(ctx, request, { admin: true });
-      return checkForUpdates(ctx.config.SVC_VERSION_CHECK_URL, ctx.config.SVC_NOTIFICATIONS_WEBHOOK_ALLOW_HTTP);
+    .get('/system/versions', () => installedVersions(), {
+      ...guarded(ctx, { summary: 'Installed versions of svc, its packages and the agent protocol', access: ADMIN, ok: Versions }),
+    })
+    .post('/system/versions/check', () => checkForUpdates(ctx.config.SVC_VERSION_CHECK_URL, ctx.config.SVC_NOTIFICATIONS_WEBHOOK_ALLOW_HTTP), {
+      ...guarded(ctx, {
+        summary: 'Compare the installed packages with the release manifest (cached for an hour; installs nothing)',
+        access: ADMIN,
+        ok: UpdateCheck,
+        errors: { 404: ['check_disabled'], 502: ['check_failed'] },
+      }),
     });

@@ -1,13 +1,27 @@
 // Installed versions, and the comparison with the release manifest at
 // SVC_VERSION_CHECK_URL (fetched through the guarded client; nothing is
 // installed). The manifest is {"schema": 1, "packages": {"<name>": "<semver>"}}.
+import { Type, type Static } from '@sinclair/typebox';
 import pkg from '../../package.json' with { type: 'json' };
+import { Answer, Timestamp } from '../http/schemas.ts';
 import { ApiError } from '../http/errors.ts';
 import { guardedFetch } from '../outbound/client.ts';
 import { nowMs } from '../lib/clock.ts';
 import { BUILD_COMMIT, PROTOCOL_VERSION, VERSION } from '../version.ts';
 
-export function installedVersions() {
+export const Versions = Answer(
+  {
+    version: Type.String(),
+    build_commit: Type.String(),
+    dashboard_commit: Type.String(),
+    agent_protocol: Type.String(),
+    runtime: Answer({ bun: Type.String() }),
+    packages: Type.Record(Type.String(), Type.String()),
+  },
+  'Versions',
+);
+
+export function installedVersions(): Static<typeof Versions> {
   const deps = pkg.dependencies as Record<string, string>;
   return {
     version: VERSION,
@@ -26,16 +40,14 @@ const cmp = (a: string, b: string): number => {
   return 0;
 };
 
-export interface UpdateInfo {
-  name: string;
-  installed: string;
-  latest: string;
-}
+const UpdateInfo = Answer({ name: Type.String(), installed: Type.String(), latest: Type.String() });
+type UpdateInfo = Static<typeof UpdateInfo>;
+export const UpdateCheck = Answer({ checked_at: Timestamp, cached: Type.Boolean(), updates: Type.Array(UpdateInfo) }, 'UpdateCheck');
 
 let cache: { at: number; url: string; result: { checked_at: string; updates: UpdateInfo[] } } | null = null;
 const CACHE_MS = 3600_000;
 
-export async function checkForUpdates(url: string, allowHttp: boolean): Promise<{ checked_at: string; cached: boolean; updates: UpdateInfo[] }> {
+export async function checkForUpdates(url: string, allowHttp: boolean): Promise<Static<typeof UpdateCheck>> {
   if (url === '') throw new ApiError(404, 'check_disabled', 'the version check is off (SVC_VERSION_CHECK_URL is empty)');
   if (cache && cache.url === url && nowMs() - cache.at < CACHE_MS) return { ...cache.result, cached: true };
   const res = await guardedFetch(url, { method: 'GET', headers: { accept: 'application/json' }, maxResponseBytes: 64 * 1024, timeoutMs: 10_000, allowHttp });

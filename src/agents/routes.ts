@@ -2,67 +2,68 @@
 // admin, browser session with a fresh MFA verification; API keys refused),
 // health samples (viewer).
 import { Type } from '@sinclair/typebox';
-import { Elysia, t } from 'elysia';
+import { Elysia } from 'elysia';
+import { grantOf, guarded } from '../access/guard.ts';
 import { actorOf } from '../auth/actor.ts';
-import { authorize } from '../auth/guards.ts';
-import { Body } from '../http/schemas.ts';
-import { projectAccess } from '../projects/service.ts';
+import { Success } from '../http/contract.ts';
+import { Body, ProjectPath, ProjectSlug, Uuid } from '../http/schemas.ts';
 import type { AppContext } from '../server/context.ts';
-import { agentHealth, getAgent, listAgents, mintAgent, revokeAgent } from './service.ts';
+import { AgentHealthSample, AgentMintResponse, AgentPublic, agentHealth, getAgent, listAgents, mintAgent, revokeAgent } from './service.ts';
 
-const Slug = t.Object({ slug: t.String({ minLength: 1, maxLength: 63 }) });
-const AgentPath = t.Object({ slug: t.String({ minLength: 1, maxLength: 63 }), agent_id: t.String({ format: 'uuid' }) });
+const AgentPath = Type.Object({ slug: ProjectSlug, agent_id: Uuid });
+const READ = { user: { scope: 'agents:read' }, project: 'viewer' } as const;
+const ADMIN = { user: { freshMfa: true }, project: 'admin' } as const;
 
 export const agentRoutes = (ctx: AppContext) =>
   new Elysia({ prefix: '/api/v1/projects/:slug/agents', detail: { tags: ['agents'] } })
-    .get(
-      '',
-      async ({ request, params }) => {
-        const who = await authorize(ctx, request, { scope: 'agents:read' });
-        const { project } = await projectAccess(ctx.db, who, params.slug, 'viewer');
-        return listAgents(ctx.db, project.id);
-      },
-      { params: Slug, detail: { summary: 'Live agents of the project (revoked ones are hidden)' } },
-    )
+    .get('', ({ request }) => listAgents(ctx.db, grantOf(request).project.id), {
+      ...guarded(ctx, { summary: 'Live agents of the project (revoked ones are hidden)', access: READ, params: ProjectPath, ok: Type.Array(AgentPublic) }),
+    })
     .post(
       '',
-      async ({ request, params, body, set }) => {
-        const who = await authorize(ctx, request, { freshMfa: true });
-        const { project } = await projectAccess(ctx.db, who, params.slug, 'admin');
+      async ({ request, body, set }) => {
+        const grant = grantOf(request);
         set.status = 201;
-        return mintAgent(ctx, project.id, body.name, actorOf(ctx, request, who));
+        return mintAgent(ctx, grant.project.id, body.name, actorOf(ctx, request, grant.who));
       },
       {
-        params: Slug,
-        body: Body({ name: Type.String({ minLength: 1, maxLength: 200 }) }),
-        detail: { summary: 'Mint an agent: the token and hmac_secret are in this answer once and never again; 409 conflict on a duplicate name' },
+        ...guarded(ctx, {
+          summary: 'Mint an agent: the token and hmac_secret are in this answer once and never again; 409 conflict on a duplicate name',
+          access: ADMIN,
+          params: ProjectPath,
+          body: Body({ name: Type.String({ minLength: 1, maxLength: 200 }) }),
+          ok: AgentMintResponse,
+          status: 201,
+          errors: { 409: ['conflict'] },
+        }),
       },
     )
-    .get(
-      '/:agent_id',
-      async ({ request, params }) => {
-        const who = await authorize(ctx, request, { scope: 'agents:read' });
-        const { project } = await projectAccess(ctx.db, who, params.slug, 'viewer');
-        return getAgent(ctx.db, project.id, params.agent_id);
-      },
-      { params: AgentPath },
-    )
+    .get('/:agent_id', ({ request, params }) => getAgent(ctx.db, grantOf(request).project.id, params.agent_id), {
+      ...guarded(ctx, { summary: 'One agent', access: READ, params: AgentPath, ok: AgentPublic, errors: { 404: ['not_found'] } }),
+    })
     .delete(
       '/:agent_id',
       async ({ request, params }) => {
-        const who = await authorize(ctx, request, { freshMfa: true });
-        const { project } = await projectAccess(ctx.db, who, params.slug, 'admin');
-        await revokeAgent(ctx, project.id, params.agent_id, actorOf(ctx, request, who));
-        return { success: true };
+        const grant = grantOf(request);
+        await revokeAgent(ctx, grant.project.id, params.agent_id, actorOf(ctx, request, grant.who));
+        return { success: true as const };
       },
-      { params: AgentPath, detail: { summary: 'Revoke an agent: committed first, then its connections are closed; the token stops working' } },
+      {
+        ...guarded(ctx, {
+          summary: 'Revoke an agent: committed first, then its connections are closed; the token stops working',
+          access: ADMIN,
+          params: AgentPath,
+          ok: Success,
+          errors: { 404: ['not_found'] },
+        }),
+      },
     )
-    .get(
-      '/:agent_id/health',
-      async ({ request, params }) => {
-        const who = await authorize(ctx, request, { scope: 'agents:read' });
-        const { project } = await projectAccess(ctx.db, who, params.slug, 'viewer');
-        return agentHealth(ctx.db, project.id, params.agent_id);
-      },
-      { params: AgentPath, detail: { summary: 'At most 100 health samples, newest first; 404 for revoked or foreign agents' } },
-    );
+    .get('/:agent_id/health', ({ request, params }) => agentHealth(ctx.db, grantOf(request).project.id, params.agent_id), {
+      ...guarded(ctx, {
+        summary: 'At most 100 health samples, newest first; 404 for revoked or foreign agents',
+        access: READ,
+        params: AgentPath,
+        ok: Type.Array(AgentHealthSample),
+        errors: { 404: ['not_found'] },
+      }),
+    });

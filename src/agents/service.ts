@@ -1,7 +1,9 @@
 // Agents: minting (token and hmac_secret returned once), revocation into a
 // tombstone, the public view, health history, token verification, and the
 // liveness and hello bookkeeping the transports report.
+import { Type, type Static } from '@sinclair/typebox';
 import type { Actor } from '../auth/actor.ts';
+import { AnyObject, Answer, Nullable, Timestamp, Uuid } from '../http/schemas.ts';
 import type { Db, Executor } from '../db/connect.ts';
 import { conflict, notFound, validationFailed } from '../http/errors.ts';
 import { nowIso } from '../lib/clock.ts';
@@ -45,36 +47,41 @@ export const HEALTH_SAMPLES_SHOWN = 100;
 /** Tombstones whose name is minted again are renamed into this namespace; live names may not use it. */
 export const RESERVED_NAME_PREFIX = '~revoked:';
 
-export interface AgentPublic {
-  id: string;
-  project_id: string;
-  name: string;
-  state: string;
-  protocol_version: string;
-  framework_adapter: string;
-  engine_adapters: string[];
-  scheduler_adapters: string[];
-  capabilities: Record<string, string[]>;
-  last_seen_at: string | null;
-  last_connect_at: string | null;
-  created_at: string;
-  is_outdated: boolean;
-}
+export const AgentPublic = Answer(
+  {
+    id: Uuid,
+    project_id: Uuid,
+    name: Type.String(),
+    state: Type.String({ description: 'online, offline, or unknown until the first connection' }),
+    protocol_version: Type.String(),
+    framework_adapter: Type.String(),
+    engine_adapters: Type.Array(Type.String()),
+    scheduler_adapters: Type.Array(Type.String()),
+    capabilities: Type.Record(Type.String(), Type.Array(Type.String())),
+    last_seen_at: Nullable(Timestamp),
+    last_connect_at: Nullable(Timestamp),
+    created_at: Timestamp,
+    is_outdated: Type.Boolean(),
+  },
+  'AgentPublic',
+);
+export type AgentPublic = Static<typeof AgentPublic>;
 
-export interface AgentMintResponse {
-  agent: AgentPublic;
-  /** 43 URL-safe base64 characters; shown once, only its hash is stored. */
-  token: string;
-  /** URL-safe base64 of the project's 32-byte frame signing key; derived, never stored. */
-  hmac_secret: string;
-}
+export const AgentMintResponse = Answer(
+  {
+    agent: AgentPublic,
+    token: Type.String({ description: '43 URL-safe base64 characters; shown once, only its hash is stored' }),
+    hmac_secret: Type.String({ description: "URL-safe base64 of the project's 32-byte frame signing key; derived, never stored" }),
+  },
+  'AgentMintResponse',
+);
+export type AgentMintResponse = Static<typeof AgentMintResponse>;
 
-export interface AgentHealthSample {
-  id: string;
-  captured_at: string;
-  worker_id: string;
-  telemetry_loss: Record<string, unknown> | null;
-}
+export const AgentHealthSample = Answer(
+  { id: Uuid, captured_at: Timestamp, worker_id: Type.String(), telemetry_loss: Nullable(AnyObject) },
+  'AgentHealthSample',
+);
+export type AgentHealthSample = Static<typeof AgentHealthSample>;
 
 /** Dotted numeric versions compared part by part; anything unparseable is not "older". */
 function olderThan(version: string, current: string): boolean {

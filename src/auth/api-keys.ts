@@ -1,6 +1,7 @@
 // API keys: for scripts and integrations, limited to the routes whose rule
 // names a scope (auth/scopes.ts). The secret is shown once; only its keyed
 // hash is stored. Optional expiry and binding to one project.
+import type { ApiKeyPublic } from './schemas.ts';
 import type { Executor } from '../db/connect.ts';
 import { notFound, validationFailed } from '../http/errors.ts';
 import { isoMicros, nowIso, nowMicros } from '../lib/clock.ts';
@@ -11,18 +12,7 @@ import { ADMIN_ONLY_SCOPES, SCOPES, type Scope } from './scopes.ts';
 import { apiKeysOf, insertApiKey, updateApiKey, type ApiKeyRow } from './store.ts';
 import { mastersOf, mintToken, tokenHash } from './tokens.ts';
 
-export interface ApiKeyPublic {
-  id: string;
-  name: string;
-  prefix: string;
-  scopes: string[];
-  project_id: string | null;
-  created_at: string;
-  expires_at: string | null;
-  last_used_at: string | null;
-  last_used_ip: string | null;
-  revoked_at: string | null;
-}
+export type { ApiKeyPublic };
 
 export const toApiKeyPublic = (k: ApiKeyRow): ApiKeyPublic => ({
   id: k.id,

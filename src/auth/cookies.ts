@@ -3,12 +3,13 @@
 // remembered-device cookie. Secure whenever the request came over https
 // (directly or through a trusted proxy).
 import type { AppContext } from '../server/context.ts';
+import { CSRF_HEADER_NAME, SESSION_COOKIE_NAME } from '../http/names.ts';
 import { listHas } from '../lib/net.ts';
 
-export const SESSION_COOKIE = 'svc_session';
+export const SESSION_COOKIE = SESSION_COOKIE_NAME;
 export const CSRF_COOKIE = 'svc_csrf';
 export const TRUST_COOKIE = 'svc_mfa_trust';
-export const CSRF_HEADER = 'x-csrf-token';
+export const CSRF_HEADER = CSRF_HEADER_NAME;
 
 export function readCookie(request: Request, name: string): string | null {
   const header = request.headers.get('cookie');

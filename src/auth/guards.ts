@@ -1,8 +1,8 @@
-// Access rules every non-public route states at its top:
-//   const who = await authorize(ctx, request, { admin: true, freshMfa: true });
-// Sessions must pass CSRF on state-changing methods; API keys are refused
+// The access rules of route contracts (http/contract.ts), enforced for the
+// routes by access/guard.ts. Sessions must pass CSRF on state-changing methods; API keys are refused
 // unless the rule names the scope that admits them; fresh-MFA routes are
 // session-only.
+import type { AccessRule } from '../http/contract.ts';
 import type { AppContext } from '../server/context.ts';
 import { ApiError, forbidden, unauthorized } from '../http/errors.ts';
 import { safeEqual } from '../lib/crypto.ts';
@@ -10,16 +10,7 @@ import { CSRF_HEADER } from './cookies.ts';
 import { principalOf, type Principal } from './principal.ts';
 import { scopeAllows } from './scopes.ts';
 
-export interface AccessRule {
-  /** API-key scope that admits a key here; without it API keys are refused. */
-  scope?: string;
-  /** Global administrators only (is_admin). */
-  admin?: boolean;
-  /** A session whose MFA verification is fresh (and therefore session-only). */
-  freshMfa?: boolean;
-  /** Reachable before the login's MFA step (MFA verify, logout, current user). */
-  beforeMfa?: boolean;
-}
+export type { AccessRule };
 
 const SAFE_METHODS = new Set(['GET', 'HEAD', 'OPTIONS']);
 

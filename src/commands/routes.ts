@@ -3,18 +3,15 @@
 // read them with their outcome (viewer; commands:read).
 import { Type } from '@sinclair/typebox';
 import { Elysia, t } from 'elysia';
+import { grantOf, guarded } from '../access/guard.ts';
 import { actorOf } from '../auth/actor.ts';
-import { authorize } from '../auth/guards.ts';
 import { onlineAgentsOfProject } from '../agents/service.ts';
 import { conflict } from '../http/errors.ts';
-import { Body } from '../http/schemas.ts';
-import { projectAccess } from '../projects/service.ts';
+import { Body, ProjectPath, ProjectSlug, Uuid } from '../http/schemas.ts';
 import type { AppContext } from '../server/context.ts';
 import { findTask } from '../tasks/service.ts';
-import { COMMAND_STATUSES, getCommand, issueCommand, listCommands, type CommandStatus } from './service.ts';
+import { CommandPage, CommandPublic, CommandStatusSchema, getCommand, issueCommand, listCommands } from './service.ts';
 
-const Slug = t.Object({ slug: t.String({ minLength: 1, maxLength: 63 }) });
-const Uuid = Type.String({ format: 'uuid' });
 const IdempotencyKey = Type.Optional(Type.String({ minLength: 1, maxLength: 200 }));
 /** The body fields every task command shares. */
 const TaskTarget = {
@@ -25,14 +22,12 @@ const TaskTarget = {
 };
 /** Actions that destroy queued work need the project's admin role. */
 const ADMIN_ACTIONS = new Set(['purge_queue']);
+const READ = { user: { scope: 'commands:read' }, project: 'viewer' } as const;
+const WRITE = { user: { scope: 'commands:write' }, project: 'operator' } as const;
+/** Issuing: an agent named that is not the project's, or none online for the engine. */
+const ISSUE_ERRORS = { 404: ['not_found'], 409: ['no_agent', 'conflict'] } as const;
 
 export const commandRoutes = (ctx: AppContext) => {
-  const access = async (request: Request, slug: string, write: boolean, action?: string) => {
-    const who = await authorize(ctx, request, { scope: write ? 'commands:write' : 'commands:read' });
-    const need = !write ? 'viewer' : action && ADMIN_ACTIONS.has(action) ? 'admin' : 'operator';
-    return { who, project: (await projectAccess(ctx.db, who, slug, need)).project };
-  };
-
   /** The agent for a task command: the one named, else an online agent advertising the engine. */
   const agentFor = async (projectId: string, engine: string, agentId: string | undefined): Promise<string> => {
     if (agentId) return agentId;
@@ -44,12 +39,11 @@ export const commandRoutes = (ctx: AppContext) => {
   /** Issues a command aimed at one task, built from the route's body. */
   const issueForTask = async (
     request: Request,
-    slug: string,
     action: string,
     body: { engine: string; task_id: string; agent_id?: string; idempotency_key?: string },
     payload: (projectId: string) => Promise<Record<string, unknown>>,
   ) => {
-    const { who, project } = await access(request, slug, true, action);
+    const { who, project } = grantOf(request);
     return issueCommand(
       ctx,
       {
@@ -66,31 +60,32 @@ export const commandRoutes = (ctx: AppContext) => {
   };
 
   return new Elysia({ prefix: '/api/v1/projects/:slug/commands', detail: { tags: ['commands'] } })
-    .get(
-      '',
-      async ({ request, params, query }) => {
-        const { project } = await access(request, params.slug, false);
-        return listCommands(ctx.db, project.id, { status: query.status as CommandStatus | undefined, cursor: query.cursor, limit: query.limit });
-      },
-      {
-        params: Slug,
-        query: t.Object({
-          status: t.Optional(t.Union(COMMAND_STATUSES.map((s) => t.Literal(s)))),
-          cursor: t.Optional(t.String({ maxLength: 128 })),
-          limit: t.Optional(t.Integer({ minimum: 1, maximum: 500 })),
+    .get('', ({ request, query }) => listCommands(ctx.db, grantOf(request).project.id, { status: query.status, cursor: query.cursor, limit: query.limit }), {
+      ...guarded(ctx, {
+        summary: 'Commands newest first, with their status and result',
+        access: READ,
+        params: ProjectPath,
+        query: Type.Object({
+          status: Type.Optional(CommandStatusSchema),
+          cursor: Type.Optional(Type.String({ maxLength: 128 })),
+          limit: Type.Optional(t.Integer({ minimum: 1, maximum: 500 })),
         }),
-        detail: { summary: 'Commands newest first, with their status and result' },
-      },
-    )
-    .get(
-      '/:command_id',
-      async ({ request, params }) => getCommand(ctx.db, (await access(request, params.slug, false)).project.id, params.command_id),
-      { params: t.Object({ slug: t.String({ maxLength: 63 }), command_id: t.String({ format: 'uuid' }) }) },
-    )
+        ok: CommandPage,
+      }),
+    })
+    .get('/:command_id', ({ request, params }) => getCommand(ctx.db, grantOf(request).project.id, params.command_id), {
+      ...guarded(ctx, {
+        summary: 'One command with its status and result',
+        access: READ,
+        params: Type.Object({ slug: ProjectSlug, command_id: Uuid }),
+        ok: CommandPublic,
+        errors: { 404: ['not_found'] },
+      }),
+    })
     .post(
       '',
-      async ({ request, params, body, set }) => {
-        const { who, project } = await access(request, params.slug, true, body.action);
+      async ({ request, body, set }) => {
+        const { who, project } = grantOf(request);
         set.status = 202;
         return issueCommand(
           ctx,
@@ -107,23 +102,33 @@ export const commandRoutes = (ctx: AppContext) => {
         );
       },
       {
-        params: Slug,
-        body: Body({
-          action: Type.String({ minLength: 1, maxLength: 80 }),
-          agent_id: Type.Optional(Uuid),
-          target_type: Type.String({ minLength: 1, maxLength: 40 }),
-          target_id: Type.Optional(Type.String({ maxLength: 200 })),
-          parameters: Type.Optional(Type.Record(Type.String(), Type.Unknown())),
-          idempotency_key: IdempotencyKey,
-        }),
-        detail: { summary: 'Issue any command action to an agent (202; delivered over its WebSocket or its next poll)' },
+        ...guarded(
+          ctx,
+          {
+            summary: 'Issue any command action to an agent (202; delivered over its WebSocket or its next poll); purge_queue needs project admin',
+            access: { ...WRITE, projectRoleMayRise: true },
+            params: ProjectPath,
+            body: Body({
+              action: Type.String({ minLength: 1, maxLength: 80 }),
+              agent_id: Type.Optional(Uuid),
+              target_type: Type.String({ minLength: 1, maxLength: 40 }),
+              target_id: Type.Optional(Type.String({ maxLength: 200 })),
+              parameters: Type.Optional(Type.Record(Type.String(), Type.Unknown())),
+              idempotency_key: IdempotencyKey,
+            }),
+            ok: CommandPublic,
+            status: 202,
+            errors: ISSUE_ERRORS,
+          },
+          (body: { action?: string }) => (body.action && ADMIN_ACTIONS.has(body.action) ? 'admin' : 'operator'),
+        ),
       },
     )
     .post(
       '/retry-task',
-      async ({ request, params, body, set }) => {
+      async ({ request, body, set }) => {
         set.status = 202;
-        return issueForTask(request, params.slug, 'retry_task', body, async (projectId) => {
+        return issueForTask(request, 'retry_task', body, async (projectId) => {
           const task = await findTask(ctx.db, projectId, body.engine, body.task_id);
           // Retry by reference: the agent replays the task from its own engine; svc never sends stored arguments.
           return {
@@ -140,22 +145,26 @@ export const commandRoutes = (ctx: AppContext) => {
         });
       },
       {
-        params: Slug,
-        body: Body({
-          ...TaskTarget,
-          override_args: Type.Optional(Type.Array(Type.Unknown(), { maxItems: 256 })),
-          override_kwargs: Type.Optional(Type.Record(Type.String(), Type.Unknown())),
-          eta_seconds: Type.Optional(Type.Integer({ minimum: 0, maximum: 86400 })),
+        ...guarded(ctx, {
+          summary: 'Retry a task (retry_task); without agent_id an online agent advertising the engine is chosen',
+          access: WRITE,
+          params: ProjectPath,
+          body: Body({
+            ...TaskTarget,
+            override_args: Type.Optional(Type.Array(Type.Unknown(), { maxItems: 256 })),
+            override_kwargs: Type.Optional(Type.Record(Type.String(), Type.Unknown())),
+            eta_seconds: Type.Optional(Type.Integer({ minimum: 0, maximum: 86400 })),
+          }),
+          ok: CommandPublic,
+          status: 202,
+          errors: ISSUE_ERRORS,
         }),
-        detail: { summary: 'Retry a task (retry_task); without agent_id an online agent advertising the engine is chosen' },
       },
     )
-    .post(
-      '/cancel-task',
-      async ({ request, params, body, set }) => {
-        set.status = 202;
-        return issueForTask(request, params.slug, 'cancel_task', body, async () => ({ engine: body.engine, task_id: body.task_id }));
-      },
-      { params: Slug, body: Body(TaskTarget), detail: { summary: 'Cancel (revoke) a task (cancel_task)' } },
-    );
+    .post('/cancel-task', async ({ request, body, set }) => {
+      set.status = 202;
+      return issueForTask(request, 'cancel_task', body, async () => ({ engine: body.engine, task_id: body.task_id }));
+    }, {
+      ...guarded(ctx, { summary: 'Cancel (revoke) a task (cancel_task)', access: WRITE, params: ProjectPath, body: Body(TaskTarget), ok: CommandPublic, status: 202, errors: ISSUE_ERRORS }),
+    });
 };

@@ -1,7 +1,9 @@
 // Commands: issuing (with its audit row, idempotency key and schedule.fire
 // routing), reading, and the lifecycle the agents drive (ack, result) or time
 // drives (timeout, buffer expiry). Delivery to the transports is delivery.ts.
+import { Type, type Static } from '@sinclair/typebox';
 import type { Actor } from '../auth/actor.ts';
+import { AnyObject, Answer, Nullable, Timestamp, Uuid } from '../http/schemas.ts';
 import { findAgent, onlineAgentsOfProject } from '../agents/service.ts';
 import type { Db, Executor } from '../db/connect.ts';
 import { notFound, validationFailed } from '../http/errors.ts';
@@ -45,24 +47,31 @@ export const TIMEOUT_ERROR = 'command timed out before agent responded';
 const MAX_ACTION_CHARS = 80;
 const MAX_KEY_CHARS = 200;
 
-export interface CommandPublic {
-  id: string;
-  project_id: string;
-  agent_id: string | null;
-  issued_by: string | null;
-  action: string;
-  target_type: string;
-  target_id: string | null;
-  payload: Record<string, unknown>;
-  status: CommandStatus;
-  result: Record<string, unknown> | null;
-  error: string | null;
-  idempotency_key: string | null;
-  issued_at: string;
-  dispatched_at: string | null;
-  completed_at: string | null;
-  timeout_at: string | null;
-}
+export const CommandStatusSchema = Type.Union(
+  (['pending', 'dispatched', 'completed', 'failed', 'timeout', 'cancelled', 'buffered', 'buffer_expired'] as const).map((v) => Type.Literal(v)),
+);
+export const CommandPublic = Answer(
+  {
+    id: Uuid,
+    project_id: Uuid,
+    agent_id: Nullable(Uuid),
+    issued_by: Nullable(Type.String()),
+    action: Type.String(),
+    target_type: Type.String(),
+    target_id: Nullable(Type.String()),
+    payload: AnyObject,
+    status: CommandStatusSchema,
+    result: Nullable(AnyObject),
+    error: Nullable(Type.String()),
+    idempotency_key: Nullable(Type.String()),
+    issued_at: Timestamp,
+    dispatched_at: Nullable(Timestamp),
+    completed_at: Nullable(Timestamp),
+    timeout_at: Nullable(Timestamp),
+  },
+  'CommandPublic',
+);
+export type CommandPublic = Static<typeof CommandPublic>;
 
 export function toCommandPublic(r: CommandRow): CommandPublic {
   return {
@@ -219,10 +228,8 @@ export async function issueCommand(ctx: AppContext, input: IssueCommandInput, ac
   }
 }
 
-export interface CommandPage {
-  items: CommandPublic[];
-  next_cursor: string | null;
-}
+export const CommandPage = Answer({ items: Type.Array(CommandPublic), next_cursor: Nullable(Type.String()) }, 'CommandPage');
+export type CommandPage = Static<typeof CommandPage>;
 
 /** Commands of a project, newest first; `cursor` is `<issued_at>|<id>` from next_cursor. */
 export async function listCommands(

@@ -15,7 +15,8 @@ import { dirname } from 'node:path';
 import { Database } from 'bun:sqlite';
 import { sql, type SQL } from 'drizzle-orm';
 import { drizzle as drizzleSqlite, type BunSQLiteDatabase } from 'drizzle-orm/bun-sqlite';
-import type postgres from 'postgres';
+import { drizzle as drizzlePg } from 'drizzle-orm/postgres-js';
+import postgres from 'postgres';
 import { Mutex } from '../lib/mutex.ts';
 import { tablesFor, type Tables } from './schema.ts';
 import { logger } from '../lib/log.ts';
@@ -253,16 +254,13 @@ function startCheckpointer(path: string, writer: Database, writes: Mutex, restar
 }
 
 function openPostgres(target: Extract<DatabaseTarget, { dialect: 'postgres' }>, options: OpenOptions): Db {
-  // Loaded only here: a service on SQLite never holds the PostgreSQL driver in memory.
-  const connect = (require('postgres') as { default: typeof postgres }).default;
-  const { drizzle: drizzlePg } = require('drizzle-orm/postgres-js') as typeof import('drizzle-orm/postgres-js');
-  const client = connect(target.url, {
+  const client = postgres(target.url, {
     max: options.poolSize ?? 10,
     connect_timeout: options.connectTimeoutSeconds ?? 5,
     idle_timeout: 60,
     onnotice: () => {},
     // Counts and sums come back as BigInt; rows are normalised to numbers.
-    types: { bigint: connect.BigInt },
+    types: { bigint: postgres.BigInt },
   });
   const pg = drizzlePg(client);
   const t = tablesFor('postgres');

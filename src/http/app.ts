@@ -10,6 +10,8 @@ import { requestIdOf } from './request.ts';
 import { methodsFor } from './routes-index.ts';
 import { readBodyLimited } from './body.ts';
 import { validationFields } from './validation.ts';
+import { contract, isStartGated } from './contract.ts';
+import { openapiContract, openapiDocument } from './openapi.ts';
 
 const log = logger('http');
 
@@ -47,7 +49,7 @@ export function buildApp(ctx: AppContext, modules: RouteModule[], options: AppOp
         return errorResponse(new ApiError(400, 'host_not_allowed', 'the Host header names a host this service does not accept', details), requestId);
       }
       const path = new URL(request.url).pathname;
-      if (!ctx.lifecycle.ready && isApiPath(path) && !path.startsWith('/api/v1/health')) {
+      if (!ctx.lifecycle.ready && isStartGated(path)) {
         return errorResponse(new ApiError(503, 'starting', 'svc is starting; try again shortly', {}, { 'retry-after': '1' }), requestId);
       }
       const length = request.headers.get('content-length');
@@ -98,6 +100,9 @@ export function buildApp(ctx: AppContext, modules: RouteModule[], options: AppOp
       log.debug({ request_id: requestIdOf(request), method: request.method, path: new URL(request.url).pathname, status }, 'request');
     });
   for (const module of modules) app.use(module(ctx));
+  // The document of every route above, written once from their contracts.
+  let document: unknown = null;
+  app.get('/api/v1/openapi.json', () => (document ??= openapiDocument(app.routes)), { detail: { ...contract(openapiContract).detail, tags: ['meta'] } });
   return app;
 }
 

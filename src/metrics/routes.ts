@@ -1,4 +1,6 @@
+import { Type } from '@sinclair/typebox';
 import { Elysia } from 'elysia';
+import { contract } from '../http/contract.ts';
 import { ApiError } from '../http/errors.ts';
 import { safeEqual } from '../lib/crypto.ts';
 import type { AppContext } from '../server/context.ts';
@@ -18,5 +20,5 @@ export const metricsRoutes = (ctx: AppContext) =>
       }
       return new Response(await ctx.metrics.text(), { headers: { 'content-type': ctx.metrics.registry.contentType } });
     },
-    { detail: { summary: 'Metrics in the text exposition format' } },
+    { ...contract({ summary: 'Metrics in the text exposition format', access: { metrics: true }, ok: Type.String(), media: 'text/plain' }) },
   );

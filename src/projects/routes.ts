@@ -1,14 +1,16 @@
 // /api/v1/projects: projects, memberships and invitations;
 // /api/v1/invitations: previewing and accepting an invitation (anonymous).
 import { Type } from '@sinclair/typebox';
-import { Body } from '../http/schemas.ts';
 import { Elysia, t } from 'elysia';
+import { callerOf, guarded } from '../access/guard.ts';
 import { actorOf } from '../auth/actor.ts';
 import { isSecureRequest, withCookies } from '../auth/cookies.ts';
 import { authorize } from '../auth/guards.ts';
 import { principalOf } from '../auth/principal.ts';
 import { createSession } from '../auth/sessions.ts';
+import { contract } from '../http/contract.ts';
 import { conflict, tooManyRequests } from '../http/errors.ts';
+import { Body, Email, ProjectPath, ProjectSlug, Uuid } from '../http/schemas.ts';
 import { limiterFor } from '../lib/rate-limit.ts';
 import { requestIpOf } from '../http/request.ts';
 import type { AppContext } from '../server/context.ts';
@@ -31,114 +33,191 @@ import {
   revokeInvitation,
   type Role,
 } from './service.ts';
+import { InvitationAccepted, InvitationMinted, InvitationPreview, InvitationPublic, Member, Membership, ProjectPublic, RoleSchema } from './schemas.ts';
 
-const RoleSchema = Type.Union([Type.Literal('viewer'), Type.Literal('operator'), Type.Literal('admin')]);
-const Slug = t.Object({ slug: t.String({ minLength: 1, maxLength: 63 }) });
+const SlugId = Type.Object({ slug: ProjectSlug, id: Uuid });
+// Project administration: the service checks the role again inside its transaction.
+const PROJECT_ADMIN = { user: {}, project: 'admin' } as const;
+const THROTTLED = { 429: ['rate_limited'] } as const;
+const Archived = Type.Object({ archived: Type.Literal(true) }, { additionalProperties: false });
+const Removed = Type.Object({ removed: Type.Literal(true) }, { additionalProperties: false });
+const Revoked = Type.Object({ revoked: Type.Literal(true) }, { additionalProperties: false });
 
 export const projectRoutes = (ctx: AppContext) =>
   new Elysia({ detail: { tags: ['projects'] } })
     .get(
       '/api/v1/projects',
       async ({ request, query }) => {
-        const who = await authorize(ctx, request, { scope: 'projects:read' });
+        const who = callerOf(request);
         return listProjects(ctx, who, query.include_archived === true && who.user.is_admin);
       },
-      { query: t.Object({ include_archived: t.Optional(t.Boolean()) }), detail: { summary: 'Projects the caller may see (all of them for administrators)' } },
+      {
+        ...guarded(ctx, {
+          summary: 'Projects the caller may see (all of them for administrators)',
+          access: { user: { scope: 'projects:read' } },
+          query: Type.Object({ include_archived: Type.Optional(t.Boolean()) }),
+          ok: Type.Array(ProjectPublic),
+        }),
+      },
     )
     .post(
       '/api/v1/projects',
       async ({ request, body, set }) => {
-        const who = await authorize(ctx, request, { admin: true });
         set.status = 201;
-        return createProject(ctx, body, actorOf(ctx, request, who));
+        return createProject(ctx, body, actorOf(ctx, request, callerOf(request)));
       },
       {
-        body: Body({
-          slug: Type.String({ minLength: 2, maxLength: 63 }),
-          name: Type.String({ minLength: 1, maxLength: 200 }),
-          description: Type.Optional(Type.String({ maxLength: 2000 })),
+        ...guarded(ctx, {
+          summary: 'Create a project (administrators)',
+          access: { user: { admin: true } },
+          body: Body({
+            slug: Type.String({ minLength: 2, maxLength: 63 }),
+            name: Type.String({ minLength: 1, maxLength: 200 }),
+            description: Type.Optional(Type.String({ maxLength: 2000 })),
+          }),
+          ok: ProjectPublic,
+          status: 201,
+          errors: { 409: ['slug_taken'] },
         }),
       },
     )
-    .get('/api/v1/projects/:slug', async ({ request, params }) => getProject(ctx, await authorize(ctx, request, { scope: 'projects:read' }), params.slug), {
-      params: Slug,
+    .get('/api/v1/projects/:slug', async ({ request, params }) => getProject(ctx, callerOf(request), params.slug), {
+      ...guarded(ctx, { summary: 'One project, with the caller\'s role in it', access: { user: { scope: 'projects:read' }, project: 'viewer' }, params: ProjectPath, ok: ProjectPublic }),
     })
     .patch(
       '/api/v1/projects/:slug',
       async ({ request, params, body }) => {
-        const who = await authorize(ctx, request);
+        const who = callerOf(request);
         return patchProject(ctx, who, params.slug, body, actorOf(ctx, request, who));
       },
       {
-        params: Slug,
-        body: Body({ name: Type.Optional(Type.String({ minLength: 1, maxLength: 200 })), description: Type.Optional(Type.String({ maxLength: 2000 })) }),
+        ...guarded(ctx, {
+          summary: 'Rename a project or change its description (project admin)',
+          access: PROJECT_ADMIN,
+          params: ProjectPath,
+          body: Body({ name: Type.Optional(Type.String({ minLength: 1, maxLength: 200 })), description: Type.Optional(Type.String({ maxLength: 2000 })) }),
+          ok: ProjectPublic,
+        }),
       },
     )
     .delete(
       '/api/v1/projects/:slug',
       async ({ request, params }) => {
-        const who = await authorize(ctx, request, { admin: true, freshMfa: true });
+        const who = callerOf(request);
         await archiveProject(ctx, who, params.slug, actorOf(ctx, request, who));
-        return { archived: true };
+        return { archived: true as const };
       },
-      { params: Slug, detail: { summary: 'Archive a project; its agents are refused from then on (403 project_inactive)' } },
+      {
+        ...guarded(ctx, {
+          summary: 'Archive a project; its agents are refused from then on (403 project_inactive)',
+          access: { user: { admin: true, freshMfa: true }, project: 'admin' },
+          params: ProjectPath,
+          ok: Archived,
+          errors: { 409: ['last_project'] },
+        }),
+      },
     )
     // --- memberships ---
-    .get('/api/v1/projects/:slug/memberships', async ({ request, params }) => listMembers(ctx, await authorize(ctx, request), params.slug), { params: Slug })
+    .get('/api/v1/projects/:slug/memberships', async ({ request, params }) => listMembers(ctx, callerOf(request), params.slug), {
+      ...guarded(ctx, { summary: 'Members of the project with their roles (project admin)', access: PROJECT_ADMIN, params: ProjectPath, ok: Type.Array(Member) }),
+    })
     .post(
       '/api/v1/projects/:slug/memberships',
       async ({ request, params, body, set }) => {
-        const who = await authorize(ctx, request);
+        const who = callerOf(request);
         set.status = 201;
         return addMember(ctx, who, params.slug, body, actorOf(ctx, request, who));
       },
-      { params: Slug, body: Body({ user_id: Type.String({ format: 'uuid' }), role: RoleSchema }) },
+      {
+        ...guarded(ctx, {
+          summary: 'Add an existing user to the project (project admin)',
+          access: PROJECT_ADMIN,
+          params: ProjectPath,
+          body: Body({ user_id: Uuid, role: RoleSchema }),
+          ok: Membership,
+          status: 201,
+          errors: { 404: ['not_found'], 409: ['already_member'] },
+        }),
+      },
     )
     .patch(
       '/api/v1/projects/:slug/memberships/:id',
       async ({ request, params, body }) => {
-        const who = await authorize(ctx, request);
+        const who = callerOf(request);
         return changeMemberRole(ctx, who, params.slug, params.id, body.role, actorOf(ctx, request, who));
       },
-      { params: t.Object({ slug: t.String({ maxLength: 63 }), id: t.String({ format: 'uuid' }) }), body: Body({ role: RoleSchema }) },
+      {
+        ...guarded(ctx, {
+          summary: "Change a member's role (project admin)",
+          access: PROJECT_ADMIN,
+          params: SlugId,
+          body: Body({ role: RoleSchema }),
+          ok: Membership,
+          errors: { 404: ['not_found'], 409: ['last_project_admin'] },
+        }),
+      },
     )
     .delete(
       '/api/v1/projects/:slug/memberships/:id',
       async ({ request, params }) => {
-        const who = await authorize(ctx, request);
+        const who = callerOf(request);
         await removeMember(ctx, who, params.slug, params.id, actorOf(ctx, request, who));
-        return { removed: true };
+        return { removed: true as const };
       },
-      { params: t.Object({ slug: t.String({ maxLength: 63 }), id: t.String({ format: 'uuid' }) }) },
+      {
+        ...guarded(ctx, {
+          summary: 'Remove a member (project admin)',
+          access: PROJECT_ADMIN,
+          params: SlugId,
+          ok: Removed,
+          errors: { 404: ['not_found'], 409: ['last_project_admin'] },
+        }),
+      },
     )
     // --- invitations ---
-    .get('/api/v1/projects/:slug/invitations', async ({ request, params }) => listInvitations(ctx, await authorize(ctx, request), params.slug), { params: Slug })
+    .get('/api/v1/projects/:slug/invitations', async ({ request, params }) => listInvitations(ctx, callerOf(request), params.slug), {
+      ...guarded(ctx, { summary: 'Pending invitations (project admin)', access: PROJECT_ADMIN, params: ProjectPath, ok: Type.Array(InvitationPublic) }),
+    })
     .post(
       '/api/v1/projects/:slug/invitations',
       async ({ request, params, body, set }) => {
-        const who = await authorize(ctx, request);
+        const who = callerOf(request);
         const email = assertEmail(body.email);
         set.status = 201;
         return invite(ctx, who, params.slug, { email, role: body.role ?? 'viewer', ttl_days: body.ttl_days ?? 7 }, actorOf(ctx, request, who));
       },
       {
-        params: Slug,
-        body: Body({
-          email: Type.String({ minLength: 3, maxLength: 320 }),
-          role: Type.Optional(RoleSchema),
-          ttl_days: Type.Optional(Type.Integer({ minimum: 1, maximum: 30 })),
+        ...guarded(ctx, {
+          summary: 'Invite someone by e-mail; the token is in the answer once (share the accept link)',
+          access: PROJECT_ADMIN,
+          params: ProjectPath,
+          body: Body({
+            email: Email,
+            role: Type.Optional(RoleSchema),
+            ttl_days: Type.Optional(Type.Integer({ minimum: 1, maximum: 30 })),
+          }),
+          ok: InvitationMinted,
+          status: 201,
+          errors: { 409: ['already_member'] },
         }),
-        detail: { summary: 'Invite someone by e-mail; the token is in the answer once (share the accept link)' },
       },
     )
     .delete(
       '/api/v1/projects/:slug/invitations/:id',
       async ({ request, params }) => {
-        const who = await authorize(ctx, request);
+        const who = callerOf(request);
         await revokeInvitation(ctx, who, params.slug, params.id, actorOf(ctx, request, who));
-        return { revoked: true };
+        return { revoked: true as const };
       },
-      { params: t.Object({ slug: t.String({ maxLength: 63 }), id: t.String({ format: 'uuid' }) }) },
+      {
+        ...guarded(ctx, {
+          summary: 'Withdraw an invitation (project admin)',
+          access: PROJECT_ADMIN,
+          params: SlugId,
+          ok: Revoked,
+          errors: { 404: ['not_found'], 409: ['already_accepted'] },
+        }),
+      },
     )
     .get(
       '/api/v1/invitations/preview',
@@ -146,7 +225,15 @@ export const projectRoutes = (ctx: AppContext) =>
         throttle(ctx, request);
         return previewInvitation(ctx, query.token);
       },
-      { query: t.Object({ token: t.String({ minLength: 10, maxLength: 200 }) }) },
+      {
+        ...contract({
+          summary: 'What an invitation token invites to (anonymous; 30 requests a minute per address)',
+          access: { public: true },
+          query: Type.Object({ token: Type.String({ minLength: 10, maxLength: 200 }) }),
+          ok: InvitationPreview,
+          errors: { 404: ['not_found'], ...THROTTLED },
+        }),
+      },
     )
     .post(
       '/api/v1/invitations/accept',
@@ -173,12 +260,19 @@ export const projectRoutes = (ctx: AppContext) =>
         return withCookies(201, { user: result.user, project_slug: result.project.slug, role: invitation.role as Role }, result.session.cookies(isSecureRequest(ctx, request)));
       },
       {
-        body: Body({
-          token: Type.String({ minLength: 10, maxLength: 200 }),
-          password: Type.Optional(Type.String({ minLength: 1, maxLength: 1024 })),
-          display_name: Type.Optional(Type.String({ maxLength: 200 })),
+        ...contract({
+          summary: 'Accept an invitation: creates the account (signed in, 201), or joins with the signed-in account of that address (200)',
+          access: { public: true },
+          body: Body({
+            token: Type.String({ minLength: 10, maxLength: 200 }),
+            password: Type.Optional(Type.String({ minLength: 1, maxLength: 1024 })),
+            display_name: Type.Optional(Type.String({ maxLength: 200 })),
+          }),
+          ok: InvitationAccepted,
+          status: 201,
+          answers: { 200: InvitationAccepted },
+          errors: { 401: ['mfa_required'], 403: ['csrf_failed'], 404: ['not_found'], 409: ['password_required', 'already_member', 'email_taken'], ...THROTTLED },
         }),
-        detail: { summary: 'Accept an invitation: creates the account (signed in), or joins with the signed-in account of that address' },
       },
     );
 

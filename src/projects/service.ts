@@ -3,6 +3,7 @@
 // project they are not a member of does not exist (404), and archived
 // projects are gone from every project route.
 import type { Executor, Tx } from '../db/connect.ts';
+import type { InvitationPublic, Member, ProjectPublic } from './schemas.ts';
 import { conflict, forbidden, notFound, validationFailed } from '../http/errors.ts';
 import { isoMicros, nowIso, nowMicros, parseIsoMicros } from '../lib/clock.ts';
 import type { AppContext } from '../server/context.ts';
@@ -37,6 +38,7 @@ import {
 } from './store.ts';
 
 export type { ProjectRow, Role };
+export type { InvitationPublic, Member, ProjectPublic };
 
 export const ROLES: readonly Role[] = ['viewer', 'operator', 'admin'];
 const RANK: Record<Role, number> = { viewer: 1, operator: 2, admin: 3 };
@@ -45,18 +47,6 @@ export const SLUG_RE = /^[a-z0-9][a-z0-9-]{0,61}[a-z0-9]$/;
 export const findProjectById = (ex: Executor, id: string): Promise<ProjectRow | null> => projectById(ex, id);
 export const findProjectBySlug = (ex: Executor, slug: string): Promise<ProjectRow | null> => projectBySlug(ex, slug);
 
-export interface ProjectPublic {
-  id: string;
-  slug: string;
-  name: string;
-  description: string;
-  is_active: boolean;
-  created_at: string;
-  updated_at: string;
-  archived_at: string | null;
-  /** The caller's effective role. */
-  role: Role;
-}
 
 const toPublic = (p: ProjectRow, role: Role): ProjectPublic => ({
   id: p.id,
@@ -163,7 +153,7 @@ export async function archiveProject(ctx: AppContext, who: Principal, slug: stri
 
 // --- memberships ---
 
-export async function listMembers(ctx: AppContext, who: Principal, slug: string) {
+export async function listMembers(ctx: AppContext, who: Principal, slug: string): Promise<Member[]> {
   const { project } = await projectAccess(ctx.db, who, slug, 'admin');
   return (await membersOf(ctx.db, project.id)).map((r) => ({
     id: r.membership.id,
@@ -227,17 +217,6 @@ export async function removeMember(ctx: AppContext, who: Principal, slug: string
 
 // --- invitations ---
 
-export interface InvitationPublic {
-  id: string;
-  project_id: string;
-  email: string;
-  role: Role;
-  invited_by: string | null;
-  created_at: string;
-  expires_at: string;
-  accepted_at: string | null;
-  revoked_at: string | null;
-}
 
 const invitationPublic = (i: InvitationRow): InvitationPublic => ({
   id: i.id,

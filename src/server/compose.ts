@@ -17,7 +17,6 @@ import { healthRoutes } from '../health/routes.ts';
 import { addressList } from '../lib/net.ts';
 import { Metrics } from '../metrics/registry.ts';
 import { metricsRoutes } from '../metrics/routes.ts';
-import { openapiRoutes } from '../http/openapi.ts';
 import { projectRoutes } from '../projects/routes.ts';
 import { setupRoutes } from '../setup/routes.ts';
 import { userRoutes } from '../users/routes.ts';
@@ -58,7 +57,7 @@ export function createContext(loaded: LoadedConfig, db: Db): AppContext {
 }
 
 export function buildServiceApp(ctx: AppContext) {
-  return buildApp(ctx, [healthRoutes, metricsRoutes, openapiRoutes, setupRoutes, authRoutes, userRoutes, projectRoutes, activityRoutes, adminRoutes, auditRoutes, agentRoutes, commandRoutes, taskRoutes, agentTransportRoutes], {
+  return buildApp(ctx, [healthRoutes, metricsRoutes, setupRoutes, authRoutes, userRoutes, projectRoutes, activityRoutes, adminRoutes, auditRoutes, agentRoutes, commandRoutes, taskRoutes, agentTransportRoutes], {
     fallback: (_request, path) => dashboardResponse(path),
   });
 }

@@ -7,9 +7,11 @@ import type { EventRecord } from '../ingest/events.ts';
 import { notFound, validationFailed } from '../http/errors.ts';
 import { newTimeOrderedId } from '../lib/ids.ts';
 import { isPlaceholderName, LATEST_WINS, queuesOf, taskKey, taskOf, tasksPage, upsertQueues, upsertTasks, upsertWorkers, workersOf, type QueueRow, type TaskFilter, type TaskRow, type WorkerRow } from './store.ts';
+import type { TaskPage, TaskPublic } from './schemas.ts';
 import type { TaskState } from './tables.ts';
 
 export type { QueueRow, TaskRow, WorkerRow };
+export type { TaskPage, TaskPublic };
 
 const STATE_OF_KIND: Record<string, TaskState> = {
   'task.sent': 'pending',
@@ -259,34 +261,6 @@ export const findTask = (ex: Executor, projectId: string, engine: string, taskId
 export const listWorkers = (ex: Executor, projectId: string) => workersOf(ex, projectId);
 export const listQueues = (ex: Executor, projectId: string) => queuesOf(ex, projectId);
 
-export interface TaskPublic {
-  id: string;
-  project_id: string;
-  engine: string;
-  task_id: string;
-  name: string | null;
-  queue: string | null;
-  state: TaskState;
-  priority: string | null;
-  args: unknown;
-  kwargs: unknown;
-  result: unknown;
-  exception: string | null;
-  traceback: string | null;
-  retry_count: number;
-  eta: string | null;
-  received_at: string | null;
-  started_at: string | null;
-  finished_at: string | null;
-  runtime_ms: number | null;
-  worker_name: string | null;
-  parent_task_id: string | null;
-  root_task_id: string | null;
-  tags: string[];
-  created_at: string;
-  updated_at: string;
-}
-
 export function toTaskPublic(t: TaskRow): TaskPublic {
   const { state_tier: _tier, state_at: _at, ...rest } = t;
   return { ...rest, runtime_ms: t.runtime_ms === null ? null : Number(t.runtime_ms) };
@@ -298,7 +272,7 @@ export type TaskQuery = Omit<TaskFilter, 'before' | 'limit'> & { cursor?: string
 const CURSOR_RE = /^(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}\+00:00)\|(.{1,64})$/;
 
 /** One page of tasks, newest first; `next_cursor` continues it. */
-export async function listTasks(ex: Executor, projectId: string, q: TaskQuery): Promise<{ items: TaskPublic[]; next_cursor: string | null }> {
+export async function listTasks(ex: Executor, projectId: string, q: TaskQuery): Promise<TaskPage> {
   const limit = q.limit ?? 50;
   let before: { created_at: string; id: string } | undefined;
   if (q.cursor) {

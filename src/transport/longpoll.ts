@@ -1,11 +1,13 @@
 // The HTTPS long-poll transport: uploads (POST /api/v1/agent/events) and
 // command polls (GET /api/v1/agent/commands), per session nonce, through the
 // same verifier and frame router as the WebSocket.
+import { Type, type Static } from '@sinclair/typebox';
 import type { Server } from 'bun';
 import { agentStandingOf, recordProbe, touchAgentLiveness } from '../agents/service.ts';
 import { claimCommands, commandFramePayload, failUnsignable, LONGPOLL_SIGN_FAILED } from '../commands/delivery.ts';
 import { ApiError, errorResponse, jsonResponse, validationFailed } from '../http/errors.ts';
 import { requestIdOf } from '../http/request.ts';
+import { Answer, Nullable } from '../http/schemas.ts';
 import { nowMicros } from '../lib/clock.ts';
 import { sha256Hex } from '../lib/crypto.ts';
 import { describeError } from '../lib/errors.ts';
@@ -41,12 +43,17 @@ export interface LongPollState {
   admitted: Promise<void>;
 }
 
-export interface FrameUploadResponse {
-  accepted: number;
-  rejected: number;
-  errors: string[];
-  error_code: string | null;
-}
+export const FrameUploadResponse = Answer(
+  {
+    accepted: Type.Integer(),
+    rejected: Type.Integer(),
+    errors: Type.Array(Type.String(), { maxItems: 10 }),
+    error_code: Nullable(Type.String()),
+  },
+  'FrameUploadResponse',
+);
+export type FrameUploadResponse = Static<typeof FrameUploadResponse>;
+export const CommandPullResponse = Answer({ frames: Type.Array(Type.String()) }, 'CommandPullResponse');
 
 type Headers = Record<string, string>;
 

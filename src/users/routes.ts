@@ -2,96 +2,117 @@
 // GETs accept an API key (users:read scope, owner an administrator); every
 // mutation needs a browser session with a fresh MFA verification.
 import { Type } from '@sinclair/typebox';
-import { Body } from '../http/schemas.ts';
 import { Elysia, t } from 'elysia';
+import { callerOf, guarded } from '../access/guard.ts';
 import { actorOf } from '../auth/actor.ts';
-import { authorize } from '../auth/guards.ts';
+import { Success } from '../http/contract.ts';
+import { Body, Email, Uuid } from '../http/schemas.ts';
 import type { AppContext } from '../server/context.ts';
-import { createUser, getUser, listUsersPublic, patchUser, removeUser, setPassword, toUserPublic } from './service.ts';
+import { createUser, getUser, listUsersPublic, patchUser, removeUser, setPassword, toUserPublic, UserPublic } from './service.ts';
 
-const Id = t.Object({ id: t.String({ format: 'uuid' }) });
+const Id = Type.Object({ id: Uuid });
+const READ = { user: { admin: true, scope: 'users:read' } } as const;
+const WRITE = { user: { admin: true, freshMfa: true } } as const;
+const POLICY_CODES = ['validation_failed'] as const;
 
 export const userRoutes = (ctx: AppContext) =>
   new Elysia({ prefix: '/api/v1/users', detail: { tags: ['users'] } })
-    .get(
-      '',
-      async ({ request, query }) => {
-        await authorize(ctx, request, { admin: true, scope: 'users:read' });
-        return listUsersPublic(ctx, query.limit ?? 100, query.offset ?? 0);
-      },
-      {
-        query: t.Object({ limit: t.Optional(t.Integer({ minimum: 1, maximum: 500 })), offset: t.Optional(t.Integer({ minimum: 0 })) }),
-        detail: { summary: 'List users, newest first' },
-      },
-    )
-    .get(
-      '/:id',
-      async ({ request, params }) => {
-        await authorize(ctx, request, { admin: true, scope: 'users:read' });
-        return toUserPublic(await getUser(ctx.db, params.id));
-      },
-      { params: Id },
-    )
+    .get('', async ({ query }) => listUsersPublic(ctx, query.limit ?? 100, query.offset ?? 0), {
+      ...guarded(ctx, {
+        summary: 'List users, newest first',
+        access: READ,
+        query: Type.Object({ limit: Type.Optional(t.Integer({ minimum: 1, maximum: 500 })), offset: Type.Optional(t.Integer({ minimum: 0, maximum: 1_000_000_000 })) }),
+        ok: Type.Array(UserPublic),
+      }),
+    })
+    .get('/:id', async ({ params }) => toUserPublic(await getUser(ctx.db, params.id)), {
+      ...guarded(ctx, { summary: 'One user', access: READ, params: Id, ok: UserPublic, errors: { 404: ['not_found'] } }),
+    })
     .post(
       '',
       async ({ request, body, set }) => {
-        const who = await authorize(ctx, request, { admin: true, freshMfa: true });
-        const user = await createUser(ctx, body, actorOf(ctx, request, who));
+        const user = await createUser(ctx, body, actorOf(ctx, request, callerOf(request)));
         set.status = 201;
         return user;
       },
       {
-        body: Body({
-          email: Type.String({ minLength: 3, maxLength: 320 }),
-          password: Type.String({ minLength: 1, maxLength: 1024 }),
-          first_name: Type.Optional(Type.String({ maxLength: 100 })),
-          last_name: Type.Optional(Type.String({ maxLength: 100 })),
-          display_name: Type.Optional(Type.String({ maxLength: 200 })),
-          is_admin: Type.Optional(Type.Boolean()),
-          timezone: Type.Optional(Type.String({ maxLength: 64 })),
+        ...guarded(ctx, {
+          summary: 'Create a user (no project memberships yet); 422 when the password breaks the policy',
+          access: WRITE,
+          body: Body({
+            email: Email,
+            password: Type.String({ minLength: 1, maxLength: 1024 }),
+            first_name: Type.Optional(Type.String({ maxLength: 100 })),
+            last_name: Type.Optional(Type.String({ maxLength: 100 })),
+            display_name: Type.Optional(Type.String({ maxLength: 200 })),
+            is_admin: Type.Optional(Type.Boolean()),
+            timezone: Type.Optional(Type.String({ maxLength: 64 })),
+          }),
+          ok: UserPublic,
+          status: 201,
+          errors: { 409: ['email_taken'], 422: POLICY_CODES },
         }),
-        detail: { summary: 'Create a user (no project memberships yet); 422 when the password breaks the policy' },
       },
     )
     .patch(
       '/:id',
       async ({ request, params, body }) => {
-        const who = await authorize(ctx, request, { admin: true, freshMfa: true });
+        const who = callerOf(request);
         return patchUser(ctx, params.id, body, who.user.id, actorOf(ctx, request, who));
       },
       {
-        params: Id,
-        // Unknown keys (an `email` among them) are dropped: the address never changes here.
-        body: Type.Object({
-          first_name: Type.Optional(Type.String({ maxLength: 100 })),
-          last_name: Type.Optional(Type.String({ maxLength: 100 })),
-          display_name: Type.Optional(Type.String({ maxLength: 200 })),
-          is_admin: Type.Optional(Type.Boolean()),
-          is_active: Type.Optional(Type.Boolean()),
-          timezone: Type.Optional(Type.String({ maxLength: 64 })),
-        }, { additionalProperties: true }),
-        detail: { summary: 'Change a user; 409 for self-demotion, self-deactivation or the last active administrator' },
+        ...guarded(ctx, {
+          summary: 'Change a user; 409 for self-demotion, self-deactivation or the last active administrator',
+          access: WRITE,
+          params: Id,
+          // Unknown keys (an `email` among them) are dropped: the address never changes here.
+          body: Type.Object(
+            {
+              first_name: Type.Optional(Type.String({ maxLength: 100 })),
+              last_name: Type.Optional(Type.String({ maxLength: 100 })),
+              display_name: Type.Optional(Type.String({ maxLength: 200 })),
+              is_admin: Type.Optional(Type.Boolean()),
+              is_active: Type.Optional(Type.Boolean()),
+              timezone: Type.Optional(Type.String({ maxLength: 64 })),
+            },
+            { additionalProperties: true },
+          ),
+          ok: UserPublic,
+          errors: { 404: ['not_found'], 409: ['self_demotion', 'self_deactivation', 'last_admin'] },
+        }),
       },
     )
     .post(
       '/:id/password',
       async ({ request, params, body }) => {
-        const who = await authorize(ctx, request, { admin: true, freshMfa: true });
-        await setPassword(ctx, params.id, body.new_password, actorOf(ctx, request, who), 'user.password.reset');
-        return { success: true };
+        await setPassword(ctx, params.id, body.new_password, actorOf(ctx, request, callerOf(request)), 'user.password.reset');
+        return { success: true as const };
       },
       {
-        params: Id,
-        body: Body({ new_password: Type.String({ minLength: 1, maxLength: 1024 }) }),
-        detail: { summary: "Set a user's password; all of their sessions and remembered devices end" },
+        ...guarded(ctx, {
+          summary: "Set a user's password; all of their sessions and remembered devices end",
+          access: WRITE,
+          params: Id,
+          body: Body({ new_password: Type.String({ minLength: 1, maxLength: 1024 }) }),
+          ok: Success,
+          errors: { 404: ['not_found'], 422: POLICY_CODES },
+        }),
       },
     )
     .delete(
       '/:id',
       async ({ request, params }) => {
-        const who = await authorize(ctx, request, { admin: true, freshMfa: true });
+        const who = callerOf(request);
         await removeUser(ctx, params.id, who.user.id, actorOf(ctx, request, who));
-        return { success: true };
+        return { success: true as const };
       },
-      { params: Id, detail: { summary: 'Delete a user for good; their actor reference in surviving audit rows is anonymised' } },
+      {
+        ...guarded(ctx, {
+          summary: 'Delete a user for good; their actor reference in surviving audit rows is anonymised',
+          access: WRITE,
+          params: Id,
+          ok: Success,
+          errors: { 404: ['not_found'], 409: ['self_delete', 'last_admin'] },
+        }),
+      },
     );

@@ -1,6 +1,8 @@
 // Users: creation, profile and role changes, password resets, deletion.
 // Every change writes its audit row in the same transaction.
+import { Type, type Static } from '@sinclair/typebox';
 import { sql } from 'drizzle-orm';
+import { Answer, Nullable, Timestamp, Uuid } from '../http/schemas.ts';
 import type { Executor, Tx } from '../db/connect.ts';
 import { conflict, notFound, validationFailed } from '../http/errors.ts';
 import { nowIso } from '../lib/clock.ts';
@@ -14,19 +16,23 @@ import { activeAdminIds, countUsers, deleteUser, insertUser, listUsers, updateUs
 
 export type { UserRow };
 
-export interface UserPublic {
-  id: string;
-  email: string;
-  first_name: string;
-  last_name: string;
-  display_name: string;
-  is_admin: boolean;
-  is_active: boolean;
-  timezone: string;
-  created_at: string;
-  updated_at: string;
-  last_login_at: string | null;
-}
+export const UserPublic = Answer(
+  {
+    id: Uuid,
+    email: Type.String(),
+    first_name: Type.String(),
+    last_name: Type.String(),
+    display_name: Type.String(),
+    is_admin: Type.Boolean(),
+    is_active: Type.Boolean(),
+    timezone: Type.String(),
+    created_at: Timestamp,
+    updated_at: Timestamp,
+    last_login_at: Nullable(Timestamp),
+  },
+  'UserPublic',
+);
+export type UserPublic = Static<typeof UserPublic>;
 
 /** display_name falls back to "first last", then to the e-mail's local part. */
 export function toUserPublic(u: UserRow): UserPublic {

@@ -180,7 +180,8 @@ describe.if(testDialect() === 'sqlite')('SQLite WAL checkpoints of a running ser
     try {
       await wal.tx((tx) => tx.run(sql`CREATE TABLE filler (id INTEGER PRIMARY KEY, body TEXT NOT NULL)`));
       const first = startsOver();
-      const until = Date.now() + 15_000;
+      // Each start-over waits for PASSIVE passes that sync the file: on a slow disk about 5 s apiece.
+      const until = Date.now() + 35_000;
       while (startsOver() < first + 3 && Date.now() < until) {
         // About 200 kB a transaction, back to back.
         await wal.tx((tx) => tx.query(`INSERT INTO filler (body) SELECT printf('%.1000c', 'x') FROM (WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 200) SELECT i FROM n)`, []));
@@ -196,5 +197,5 @@ describe.if(testDialect() === 'sqlite')('SQLite WAL checkpoints of a running ser
     const check = new Database(path, { readonly: true });
     expect(check.query('SELECT COUNT(*) AS n FROM filler').get()).toEqual({ n: written / 1000 });
     check.close();
-  }, 30_000);
+  }, 50_000);
 });

@@ -7,14 +7,14 @@ import { expect } from 'bun:test';
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Subprocess } from 'bun';
-import { decodeBase32IgnorePadding } from '@oslojs/encoding';
-import { generateTOTP } from '@oslojs/otp';
+import { Api } from '../helpers/api-client.ts';
 import { cleanEnv, eventually, startSvc, type RunningSvc } from '../helpers/binary.ts';
 import { tempDir } from '../helpers/home.ts';
 import { FAST_IDENTITY_ENV, STRONG_PASSWORD } from '../helpers/identity.ts';
 
 /** One venv per requirements/<name>.txt (scripts/test makes them). */
 export const VENVS = process.env.SVC_TEST_VENVS ?? join(import.meta.dir, '../../.venv');
+export { Api };
 export const APP_ROOT = join(import.meta.dir, 'app');
 
 /** The bin directory of a venv, which must exist. */
@@ -31,27 +31,6 @@ function freePort(): number {
   const port = s.port;
   s.stop(true);
   return port;
-}
-
-/** A cookie-keeping API client for the real server (trusting its self-signed certificate). */
-export class Api {
-  cookies = new Map<string, string>();
-  constructor(
-    readonly base: string,
-    readonly ca: string,
-  ) {}
-  async call(method: string, path: string, body?: unknown): Promise<{ status: number; body: any }> {
-    const headers: Record<string, string> = { 'content-type': 'application/json' };
-    if (this.cookies.size) headers.cookie = [...this.cookies].map(([k, v]) => `${k}=${v}`).join('; ');
-    if (method !== 'GET' && this.cookies.has('svc_csrf')) headers['x-csrf-token'] = this.cookies.get('svc_csrf')!;
-    const res = await fetch(this.base + path, { method, headers, body: body === undefined ? undefined : JSON.stringify(body), tls: { ca: this.ca } } as RequestInit);
-    for (const c of res.headers.getSetCookie()) {
-      const [k, v] = c.split(';')[0]!.split('=');
-      this.cookies.set(k!, v!);
-    }
-    const text = await res.text();
-    return { status: res.status, body: text ? JSON.parse(text) : null };
-  }
 }
 
 /** A child process whose output is kept for failure messages. */
@@ -96,10 +75,8 @@ export class World {
     this.svc = await startSvc(env);
     this.certFile = join(env.SVC_HOME!, 'tls/self-signed.crt');
     this.api = new Api(this.svc.url, await Bun.file(this.certFile).text());
-    expect((await this.api.call('POST', '/api/v1/auth/login', { email: 'ops@example.com', password: STRONG_PASSWORD })).status).toBe(200);
-    const start = await this.api.call('POST', '/api/v1/auth/mfa/enroll-start');
-    const key = decodeBase32IgnorePadding(start.body.secret_base32);
-    expect((await this.api.call('POST', '/api/v1/auth/mfa/enroll-complete', { code: generateTOTP(key, 30, 6) })).status).toBe(200);
+    await this.api.login('ops@example.com', STRONG_PASSWORD);
+    await this.api.enrolMfa();
   }
 
   async stop(): Promise<void> {
