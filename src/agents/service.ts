@@ -30,6 +30,7 @@ import {
   revokedAmong,
   setAgentWorkerState,
   tombstonesNamed,
+  promoteOnline,
   touchAgent,
   updateAgent,
   upsertAgentWorker,
@@ -259,8 +260,10 @@ export const findAgent = (ex: Executor, agentId: string) => agentById(ex, agentI
 export const revokedAgentsAmong = (ex: Executor, ids: string[]) => revokedAmong(ex, ids);
 export const onlineAgentsOfProject = (ex: Executor, projectId: string) => onlineAgentsOf(ex, projectId);
 
-/** Liveness: last_seen_at bumped, promoted to online. False when the agent is revoked. */
-export const touchAgentLiveness = (db: Db, agentId: string): Promise<boolean> => db.tx((tx) => touchAgent(tx, agentId, nowIso()));
+/** Liveness: last_seen_at bumped, promoted to online. `live` is false when the agent is revoked;
+ * `cameOnline` when it was not online before (agent.online fires). */
+export const touchAgentLiveness = (db: Db, agentId: string): Promise<{ live: boolean; cameOnline: boolean }> =>
+  db.tx((tx) => touchAgent(tx, agentId, nowIso()));
 
 export interface HelloFacts {
   protocolVersion: string;
@@ -273,11 +276,12 @@ export interface HelloFacts {
   worker: { workerId: string; role: string | null; pid: number | null; startedAt: string | null } | null;
 }
 
-/** A WebSocket hello: records what the agent advertised and marks it online.
- * False when the agent was revoked meanwhile. */
-export async function recordHello(db: Db, agent: AgentRow, hello: HelloFacts): Promise<boolean> {
+/** A WebSocket hello: records what the agent advertised and marks it online. `live` is false when
+ * the agent was revoked meanwhile; `cameOnline` when it was not online before. */
+export async function recordHello(db: Db, agent: AgentRow, hello: HelloFacts): Promise<{ live: boolean; cameOnline: boolean }> {
   return db.tx(async (tx) => {
     const now = nowIso();
+    const cameOnline = await promoteOnline(tx, agent.id, now);
     const ok = await updateAgent(tx, agent.id, {
       state: 'online',
       transport: 'ws',
@@ -292,7 +296,7 @@ export async function recordHello(db: Db, agent: AgentRow, hello: HelloFacts): P
       last_connect_at: now,
       updated_at: now,
     });
-    if (!ok) return false;
+    if (!ok) return { live: false, cameOnline: false };
     if (hello.worker) {
       await upsertAgentWorker(tx, {
         id: crypto.randomUUID(),
@@ -310,7 +314,7 @@ export async function recordHello(db: Db, agent: AgentRow, hello: HelloFacts): P
         updated_at: now,
       });
     }
-    return true;
+    return { live: true, cameOnline };
   });
 }
 

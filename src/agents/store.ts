@@ -1,5 +1,5 @@
 // Queries of agents, their worker inventory and health samples, for both dialects.
-import { and, desc, eq, inArray, isNull, lt, sql } from 'drizzle-orm';
+import { and, desc, eq, inArray, isNull, lt, ne, sql } from 'drizzle-orm';
 import type { Executor } from '../db/connect.ts';
 import type { AgentState } from './tables.ts';
 
@@ -109,15 +109,27 @@ export async function updateAgent(ex: Executor, id: string, changes: Partial<Age
   return rows.length === 1;
 }
 
-/** Bumps last_seen_at and promotes to online; false when the agent is no longer live. */
-export async function touchAgent(ex: Executor, id: string, now: string): Promise<boolean> {
+/** Promotes a live agent that was not online; true when it changed (it came online). */
+export async function promoteOnline(ex: Executor, id: string, now: string): Promise<boolean> {
   const t = ex.t.agents;
   const rows = await ex.q
     .update(t)
     .set({ last_seen_at: now, state: 'online' })
-    .where(and(eq(t.id, id), isNull(t.revoked_at)))
+    .where(and(eq(t.id, id), isNull(t.revoked_at), ne(t.state, 'online')))
     .returning({ id: t.id });
   return rows.length === 1;
+}
+
+/** Bumps last_seen_at and promotes to online: whether the agent is live, and whether it came online. */
+export async function touchAgent(ex: Executor, id: string, now: string): Promise<{ live: boolean; cameOnline: boolean }> {
+  if (await promoteOnline(ex, id, now)) return { live: true, cameOnline: true };
+  const t = ex.t.agents;
+  const rows = await ex.q
+    .update(t)
+    .set({ last_seen_at: now })
+    .where(and(eq(t.id, id), isNull(t.revoked_at)))
+    .returning({ id: t.id });
+  return { live: rows.length === 1, cameOnline: false };
 }
 
 /** Online agents not heard from since `cutoff` become offline; returns their ids. */

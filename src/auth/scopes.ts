@@ -7,6 +7,8 @@ export const SCOPES = [
   'tasks:read',
   'commands:read',
   'commands:write',
+  'notifications:read',
+  'notifications:write',
   'users:read',
   'admin:*',
 ] as const;

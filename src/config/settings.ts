@@ -93,6 +93,12 @@ export const SETTINGS = {
     default: false,
     description: 'Allow plain http:// for outbound webhooks (the audit forwarder included). Changes only the scheme: blocked addresses stay blocked.',
   }),
+  SVC_NOTIFICATIONS_TIMEOUT_SECONDS: int({
+    default: 10,
+    min: 1,
+    max: 60,
+    description: 'Time allowed for one notification send (HTTP request or SMTP conversation), and for a channel test.',
+  }),
 
   // --- HTTP server ------------------------------------------------------------
   SVC_BIND_HOST: str({ default: '0.0.0.0', description: 'Address `svc serve` listens on (overridden by --host).' }),

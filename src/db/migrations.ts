@@ -16,6 +16,8 @@ import f0007s from '../../migrations/sqlite/0007_events_by_task_id.sql' with { t
 import f0007p from '../../migrations/postgres/0007_events_by_task_id.sql' with { type: 'text' };
 import f0008s from '../../migrations/sqlite/0008_events_by_task_row.sql' with { type: 'text' };
 import f0008p from '../../migrations/postgres/0008_events_by_task_row.sql' with { type: 'text' };
+import f0009s from '../../migrations/sqlite/0009_notifications.sql' with { type: 'text' };
+import f0009p from '../../migrations/postgres/0009_notifications.sql' with { type: 'text' };
 
 export interface MigrationSource {
   revision: string;
@@ -33,4 +35,5 @@ export const MIGRATIONS: MigrationSource[] = [
   { revision: '0006', name: 'drop_unused_task_index', sqlite: f0006s, postgres: f0006p },
   { revision: '0007', name: 'events_by_task_id', sqlite: f0007s, postgres: f0007p },
   { revision: '0008', name: 'events_by_task_row', sqlite: f0008s, postgres: f0008p },
+  { revision: '0009', name: 'notifications', sqlite: f0009s, postgres: f0009p },
 ];

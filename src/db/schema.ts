@@ -7,6 +7,7 @@ import * as audit from '../audit/tables.ts';
 import * as auth from '../auth/tables.ts';
 import * as commands from '../commands/tables.ts';
 import * as ingest from '../ingest/tables.ts';
+import * as notifications from '../notifications/tables.ts';
 import * as platform from '../platform/tables.ts';
 import * as projects from '../projects/tables.ts';
 import * as setup from '../setup/tables.ts';
@@ -24,6 +25,7 @@ const dual = {
   ...ingest,
   ...tasks,
   ...commands,
+  ...notifications,
 };
 
 export type Tables = { [K in keyof typeof dual]: (typeof dual)[K]['sqlite'] };

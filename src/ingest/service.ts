@@ -20,6 +20,8 @@ export interface StoredBatches {
   stored: number[];
   /** Task state each newly stored task event set. */
   states: TaskState[];
+  /** The newly stored records themselves. */
+  added: EventRecord[];
 }
 
 /** Stores the records of several event_batch frames of one agent in one go. */
@@ -59,10 +61,10 @@ export async function storeEventBatches(
   const stored = batches.map(() => 0);
   for (const id of fresh) stored[owner.get(id)!]!++;
   const added = records.filter((r) => fresh.has(r.id));
-  if (added.length === 0) return { stored, states: [] };
+  if (added.length === 0) return { stored, states: [], added };
   const { states, storedTaskIds } = await projectEvents(ex, where.projectId, added, now, rowIds.ids);
   await settleTies(ex, where.projectId, added, rowIds, storedTaskIds);
-  return { stored, states };
+  return { stored, states, added };
 }
 
 interface TaskRowIds {

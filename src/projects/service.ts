@@ -119,6 +119,7 @@ export async function insertNewProject(tx: Tx, ctx: AppContext, input: NewProjec
     archived_at: null,
   };
   await insertProject(tx, row);
+  await ctx.reactions.projectCreated(tx, row.id);
   await ctx.audit.append(tx, { ...actor, action: 'project.created', target_type: 'project', target_id: row.id, project_id: row.id, metadata: { slug } });
   return row;
 }
@@ -172,6 +173,7 @@ export async function grantMembership(tx: Tx, ctx: AppContext, projectId: string
   const now = nowIso();
   const row = { id: crypto.randomUUID(), user_id: userId, project_id: projectId, role, created_at: now, updated_at: now };
   await insertMembership(tx, row);
+  await ctx.reactions.memberJoined(tx, projectId, userId);
   await ctx.audit.append(tx, { ...actor, action, target_type: 'membership', target_id: row.id, project_id: projectId, metadata: { user_id: userId, role } });
   return row;
 }

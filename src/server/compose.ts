@@ -16,6 +16,10 @@ import { HostPolicy } from '../http/hosts.ts';
 import { healthRoutes } from '../health/routes.ts';
 import { addressList } from '../lib/net.ts';
 import { Metrics } from '../metrics/registry.ts';
+import { Notifications } from '../notifications/dispatch.ts';
+import { notificationRoutes } from '../notifications/routes.ts';
+import { notificationReactions } from '../notifications/triggers.ts';
+import { userNotificationRoutes } from '../notifications/user-routes.ts';
 import { metricsRoutes } from '../metrics/routes.ts';
 import { projectRoutes } from '../projects/routes.ts';
 import { setupRoutes } from '../setup/routes.ts';
@@ -35,6 +39,9 @@ export function openConfiguredDatabase(loaded: LoadedConfig, overrides: OpenOpti
 
 export function createContext(loaded: LoadedConfig, db: Db): AppContext {
   const { config } = loaded;
+  const metrics = new Metrics();
+  const audit = AuditService.fromConfig(config);
+  const notifications = new Notifications({ db, audit, config, metrics });
   const ctx: AppContext = {
     loaded,
     config,
@@ -42,8 +49,8 @@ export function createContext(loaded: LoadedConfig, db: Db): AppContext {
     paths: loaded.paths,
     database: loaded.database,
     db,
-    metrics: new Metrics(),
-    audit: AuditService.fromConfig(config),
+    metrics,
+    audit,
     hosts: HostPolicy.fromConfig(loaded.paths.allowedHosts, config.SVC_ALLOWED_HOSTS, config.SVC_PUBLIC_URL),
     trustedProxies: config.SVC_TRUSTED_PROXIES.length > 0 ? addressList(config.SVC_TRUSTED_PROXIES) : null,
     lifecycle: new Lifecycle(),
@@ -51,13 +58,17 @@ export function createContext(loaded: LoadedConfig, db: Db): AppContext {
     peerAddress: (request) => ctx.server?.requestIP(request)?.address ?? null,
     worker: { index: 0, count: 1 },
     agentTransport: new AgentTransport(config),
+    notifications,
+    reactions: notificationReactions(notifications, db),
   };
+  // Sends under way finish (each within its timeout) before the database closes.
+  ctx.lifecycle.onShutdown('notifications', () => notifications.settled());
   ctx.lifecycle.onShutdown('frame-decoders', () => ctx.agentTransport.decoders.close());
   return ctx;
 }
 
 export function buildServiceApp(ctx: AppContext) {
-  return buildApp(ctx, [healthRoutes, metricsRoutes, setupRoutes, authRoutes, userRoutes, projectRoutes, activityRoutes, adminRoutes, auditRoutes, agentRoutes, commandRoutes, taskRoutes, agentTransportRoutes], {
+  return buildApp(ctx, [healthRoutes, metricsRoutes, setupRoutes, authRoutes, userRoutes, projectRoutes, activityRoutes, adminRoutes, auditRoutes, agentRoutes, commandRoutes, taskRoutes, notificationRoutes, userNotificationRoutes, agentTransportRoutes], {
     fallback: (_request, path) => dashboardResponse(path),
   });
 }

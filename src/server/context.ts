@@ -11,6 +11,8 @@ import type { HostPolicy } from '../http/hosts.ts';
 import { logger } from '../lib/log.ts';
 import type { AddressList } from '../lib/net.ts';
 import type { Metrics } from '../metrics/registry.ts';
+import type { Notifications } from '../notifications/dispatch.ts';
+import type { Reactions } from '../platform/reactions.ts';
 import type { AgentTransport } from '../transport/runtime.ts';
 
 const log = logger('lifecycle');
@@ -64,4 +66,8 @@ export interface AppContext {
   worker: { index: number; count: number };
   /** Agent transports' per-process state: sessions, sockets, buckets, signals. */
   agentTransport: AgentTransport;
+  /** The notification dispatcher of this process. */
+  notifications: Notifications;
+  /** Where areas report committed changes others react to (notifications' triggers). */
+  reactions: Reactions;
 }

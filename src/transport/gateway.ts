@@ -192,7 +192,9 @@ export class AgentSocket implements LiveSocket {
     const cap = ctx.config.SVC_WS_PER_AGENT_CONCURRENCY_CAP;
     const overCap = () => this.kick(4429, 'too many worker connections for this agent');
     if (!rt.sockets.fits(this, cap)) return overCap();
-    if (!(await recordHello(ctx.db, agent, facts))) return this.kick(4003, 'agent revoked');
+    const hello = await recordHello(ctx.db, agent, facts);
+    if (!hello.live) return this.kick(4003, 'agent revoked');
+    if (hello.cameOnline) ctx.reactions.agentCameOnline(agent.id);
     if (this.phase === 'closed') return;
     const slot = rt.sockets.register(this, cap);
     if (slot === 'cap') return overCap();
@@ -236,7 +238,11 @@ export class AgentSocket implements LiveSocket {
     }
     if (verified.kind === 'handshake') return; // a repeated hello carries nothing new
     const rt = this.ctx.agentTransport;
-    if (rt.livenessDue(this.agentId) && !(await touchAgentLiveness(this.ctx.db, this.agentId))) return this.kick(4003, 'agent revoked');
+    if (rt.livenessDue(this.agentId)) {
+      const seen = await touchAgentLiveness(this.ctx.db, this.agentId);
+      if (!seen.live) return this.kick(4003, 'agent revoked');
+      if (seen.cameOnline) this.ctx.reactions.agentCameOnline(this.agentId);
+    }
     const [outcome] = await routeFrames(this.ctx, s.fc, [verified]);
     if (!outcome) return;
     const batchId = verified.type === 'event_batch' ? verified.id : null;

@@ -53,7 +53,10 @@ export function idleSweep(ctx: AppContext): void {
 export async function offlineSweep(ctx: AppContext): Promise<string[]> {
   const now = nowMicros();
   const gone = await sweepOfflineAgents(ctx, isoMicros(now), isoMicros(now - ctx.config.SVC_AGENT_OFFLINE_TIMEOUT_SECONDS * 1_000_000));
-  if (gone.length > 0) log.info({ agents: gone.slice(0, 50), count: gone.length }, 'agents went offline');
+  if (gone.length > 0) {
+    log.info({ agents: gone.slice(0, 50), count: gone.length }, 'agents went offline');
+    ctx.reactions.agentsWentOffline(gone);
+  }
   return gone;
 }
 

@@ -198,7 +198,9 @@ export async function handleUpload(ctx: AppContext, request: Request, body: unkn
     if (revoked) return fail(request, invalidToken(), headers);
     // Liveness: at least one signed frame passed HMAC, whatever its dispatch did.
     if (verified.length > 0 && rt.livenessDue(entry.agentId)) {
-      if (!(await touchAgentLiveness(ctx.db, entry.agentId))) return fail(request, invalidToken(), headers);
+      const seen = await touchAgentLiveness(ctx.db, entry.agentId);
+      if (!seen.live) return fail(request, invalidToken(), headers);
+      if (seen.cameOnline) ctx.reactions.agentCameOnline(entry.agentId);
     }
     if (invalidated) {
       return fail(

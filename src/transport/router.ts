@@ -146,6 +146,7 @@ async function routeEventBatches(ctx: AppContext, fc: FrameContext, group: Verif
         const perState = new Map<string, number>();
         for (const state of res.states) perState.set(state, (perState.get(state) ?? 0) + 1);
         for (const [state, n] of perState) m.tasks.inc({ state }, n);
+        if (res.added.length > 0) ctx.reactions.tasksStored(fc.projectId, res.added);
       });
       return res.stored;
     }, ctx.agentTransport.decoders.busy);

@@ -5,14 +5,11 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
 import { sql } from 'drizzle-orm';
 import { testService, type CallOptions, type TestService } from '../helpers/app.ts';
-import { Browser, FAST_IDENTITY_ENV, STRONG_PASSWORD, mfaAdmin, userBrowser } from '../helpers/identity.ts';
-
-type Actor = 'anonymous' | 'viewer' | 'operator' | 'project_admin' | 'global_admin' | 'key_with_scope' | 'key_without_scope' | 'other_project';
-const ACTORS: Actor[] = ['anonymous', 'viewer', 'operator', 'project_admin', 'global_admin', 'key_with_scope', 'key_without_scope', 'other_project'];
+import { Browser, FAST_IDENTITY_ENV, MATRIX_ACTORS as ACTORS, STRONG_PASSWORD, matrixCallers, type MatrixActor as Actor } from '../helpers/identity.ts';
 
 let svc: TestService;
 let admin: Browser;
-const browsers: Partial<Record<Actor, Browser>> = {};
+let browsers: Partial<Record<Actor, Browser>> = {};
 const keys: { with?: string; without?: string } = {};
 const secrets: string[] = [];
 let counter = 0;
@@ -20,20 +17,9 @@ const uniq = () => `${++counter}-${crypto.randomUUID().slice(0, 6)}`;
 
 beforeAll(async () => {
   svc = await testService({ env: FAST_IDENTITY_ENV });
-  admin = await mfaAdmin(svc);
-  browsers.global_admin = admin;
-  const member = async (email: string, role: string, slug = 'default') => {
-    const b = await userBrowser(admin, email);
-    expect((await admin.call('POST', `/api/v1/projects/${slug}/memberships`, { body: { user_id: b.id, role } })).status).toBe(201);
-    return b;
-  };
-  browsers.viewer = await member('viewer@example.com', 'viewer');
-  browsers.operator = await member('operator@example.com', 'operator');
-  browsers.project_admin = await member('padmin@example.com', 'admin');
-  expect((await admin.call('POST', '/api/v1/projects', { body: { slug: 'elsewhere', name: 'Elsewhere' } })).status).toBe(201);
-  browsers.other_project = await member('other@example.com', 'admin', 'elsewhere');
-  keys.with = (await admin.call('POST', '/api/v1/api-keys', { body: { name: 'all', scopes: ['admin:*'] } })).body.token;
-  keys.without = (await admin.call('POST', '/api/v1/api-keys', { body: { name: 'narrow', scopes: ['tasks:read'] } })).body.token;
+  const callers = await matrixCallers(svc, ['admin:*']);
+  ({ admin, browsers } = callers);
+  Object.assign(keys, callers.keys);
   secrets.push(keys.with!, keys.without!, STRONG_PASSWORD, svc.ctx.config.SVC_SECRET, svc.ctx.config.SVC_AUDIT_CHAIN_SECRET, svc.ctx.config.SVC_METRICS_AUTH_TOKEN);
   for (const b of Object.values(browsers)) secrets.push(b!.cookies.get('svc_session')!);
   // Some activity in every scope.

@@ -143,7 +143,8 @@ describe(`agents on ${testDialect()}`, () => {
     const row = (await findAgent(svc.ctx.db, agent.id))!;
     await recordRefusedHello(svc.ctx.db, agent.id, '1');
     expect((await getAgent(svc.ctx.db, project.id, agent.id)).is_outdated).toBe(true);
-    expect(await recordHello(svc.ctx.db, row, hello)).toBe(true);
+    expect(await recordHello(svc.ctx.db, row, hello)).toEqual({ live: true, cameOnline: true });
+    expect(await recordHello(svc.ctx.db, row, hello)).toEqual({ live: true, cameOnline: false });
     expect(await getAgent(svc.ctx.db, project.id, agent.id)).toMatchObject({ is_outdated: false, state: 'online', engine_adapters: ['celery'] });
     await recordRefusedHello(svc.ctx.db, agent.id, '3');
     expect((await getAgent(svc.ctx.db, project.id, agent.id)).is_outdated).toBe(false);
@@ -163,9 +164,11 @@ describe(`agents on ${testDialect()}`, () => {
       ['chatty', 'online'],
       ['quiet', 'offline'],
     ]);
-    expect(await touchAgentLiveness(svc.ctx.db, a.id)).toBe(true);
+    // Back online (agent.online fires); then merely seen.
+    expect(await touchAgentLiveness(svc.ctx.db, a.id)).toEqual({ live: true, cameOnline: true });
+    expect(await touchAgentLiveness(svc.ctx.db, a.id)).toEqual({ live: true, cameOnline: false });
     expect((await getAgent(svc.ctx.db, project.id, a.id)).state).toBe('online');
     await revokeAgent(svc.ctx, project.id, a.id, TEST_ACTOR);
-    expect(await touchAgentLiveness(svc.ctx.db, a.id)).toBe(false);
+    expect(await touchAgentLiveness(svc.ctx.db, a.id)).toEqual({ live: false, cameOnline: false });
   });
 });

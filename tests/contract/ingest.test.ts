@@ -296,7 +296,7 @@ describe(`migration 0008 on ${testDialect()}`, () => {
         await tx.run(event('e4', 'celery', 'never-projected', 'unknown'));
         await tx.run(event('e5', 'celery', '', 'worker.online'));
       });
-      expect(await upgrade(db)).toEqual(['0008']);
+      expect(await upgrade(db, '0008')).toEqual(['0008']);
       const rows = await db.all<{ id: string; task_ref: string | null }>(sql`SELECT id, task_ref FROM events ORDER BY id`);
       expect(rows).toEqual([
         { id: 'e1', task_ref: 'row-c' },

@@ -92,3 +92,27 @@ export async function userBrowser(admin: Browser, email: string, extra: Record<s
   if (login.status !== 200) throw new Error(`login: ${login.status} ${login.text}`);
   return b;
 }
+
+/** The callers of the role-matrix tables. */
+export type MatrixActor = 'anonymous' | 'viewer' | 'operator' | 'project_admin' | 'global_admin' | 'key_with_scope' | 'key_without_scope' | 'other_project';
+export const MATRIX_ACTORS: MatrixActor[] = ['anonymous', 'viewer', 'operator', 'project_admin', 'global_admin', 'key_with_scope', 'key_without_scope', 'other_project'];
+
+/** One signed-in caller of each kind: members of `default` with each role, the administrator, an admin of
+ * another project (`elsewhere`), and the administrator's API keys with and without the scopes tested. */
+export async function matrixCallers(svc: TestService, keyScopes: string[]): Promise<{ admin: Browser; browsers: Partial<Record<MatrixActor, Browser & { id?: string }>>; keys: { with: string; without: string } }> {
+  const admin = await mfaAdmin(svc);
+  const member = async (email: string, role: string, slug = 'default') => {
+    const b = await userBrowser(admin, email);
+    const granted = await admin.call('POST', `/api/v1/projects/${slug}/memberships`, { body: { user_id: b.id, role } });
+    if (granted.status !== 201) throw new Error(`membership: ${granted.status} ${granted.text}`);
+    return b;
+  };
+  const browsers: Partial<Record<MatrixActor, Browser & { id?: string }>> = { global_admin: admin };
+  browsers.viewer = await member('viewer@example.com', 'viewer');
+  browsers.operator = await member('operator@example.com', 'operator');
+  browsers.project_admin = await member('padmin@example.com', 'admin');
+  await admin.call('POST', '/api/v1/projects', { body: { slug: 'elsewhere', name: 'Elsewhere' } });
+  browsers.other_project = await member('other@example.com', 'admin', 'elsewhere');
+  const key = async (name: string, scopes: string[]) => (await admin.call('POST', '/api/v1/api-keys', { body: { name, scopes } })).body.token as string;
+  return { admin, browsers, keys: { with: await key('all', keyScopes), without: await key('narrow', ['tasks:read']) } };
+}

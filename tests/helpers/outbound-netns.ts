@@ -2,8 +2,9 @@
 // outbound client. A network namespace joined to the host by a veth pair gets
 // addresses from 11.0.0.0/8 and 2001:db8::/32 (public and documentation
 // space, neither blocked), and tests/helpers/outbound-receiver.ts serves
-// https and http inside it. Needs root and iproute2; `unavailable()` says why
-// not when they are missing.
+// https and http inside it; other servers (the SMTP one) can be started in it
+// too. Needs root and iproute2; `unavailable()` says why not when they are
+// missing.
 import { spawn, spawnSync, type Subprocess } from 'bun';
 import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -32,13 +33,24 @@ export type Receiver = {
   hostSide: string;
   /** Its IPv6 address, or null when the host has IPv6 disabled. */
   address6: string | null;
-  /** Certificate on :443: SAN has the hostname and both addresses. Doubles as its own CA. */
+  /** Certificate on :443: SAN has the hostname, the extra names and both addresses. Doubles as its own CA. */
   goodCert: string;
   /** Certificate on :8444: SAN has another hostname and both addresses, not the test hostname. */
   noHostCert: string;
+  /** Holds good.crt/good.key and nohost.crt/nohost.key, for other servers in the namespace. */
+  certDir: string;
   /** Requests the receiver has seen (read over plain http on :80). */
   log(): Promise<Seen[]>;
+  /** Sets the answer for `path` (query ignored), `{hang: true}` for none, or null to go back to the default. */
+  respond(path: string, answer: { status: number; body?: string } | { hang: true } | null): Promise<void>;
+  /** Runs a program inside the namespace, resolving once it prints `{"ready":true}`; stopped with the receiver. */
+  spawn(argv: string[]): Promise<Subprocess<'ignore', 'pipe', 'pipe'>>;
   stop(): Promise<void>;
+};
+
+export type ReceiverOptions = {
+  /** More DNS names for the good certificate (provider hosts a test resolver sends to the receiver). */
+  names?: string[];
 };
 
 const ip = (args: string[]): { ok: boolean; err: string } => {
@@ -84,7 +96,7 @@ async function mint(dir: string, name: string, dnsNames: string[], ips: string[]
 
 /** Creates the namespace, the veth pair and the receiver. On any failure
  * everything made so far is removed before the error propagates. */
-export async function startReceiver(): Promise<Receiver> {
+export async function startReceiver(options: ReceiverOptions = {}): Promise<Receiver> {
   // Unique per run, short enough for the 15-byte interface name limit.
   const tag = `${process.pid.toString(36)}${Math.floor(Math.random() * 36 ** 3).toString(36)}`.slice(-7);
   const ns = `svcob-${tag}`;
@@ -100,12 +112,15 @@ export async function startReceiver(): Promise<Receiver> {
     ? (await Bun.file('/proc/sys/net/ipv6/conf/all/disable_ipv6').text()).trim() === '0'
     : false;
   const dir = mkdtempSync(join(tmpdir(), 'svc-outbound-'));
-  let child: Subprocess<'ignore', 'pipe', 'pipe'> | undefined;
+  // The receiver first, then whatever tests started beside it.
+  const children: Subprocess<'ignore', 'pipe', 'pipe'>[] = [];
 
   const cleanup = async (): Promise<void> => {
-    if (child && child.exitCode === null) {
-      child.kill('SIGKILL');
-      await child.exited;
+    for (const child of children) {
+      if (child.exitCode === null) {
+        child.kill('SIGKILL');
+        await child.exited;
+      }
     }
     ip(['netns', 'del', ns]);
     // Deleting the namespace destroys the pair; this catches a half-made setup.
@@ -114,7 +129,7 @@ export async function startReceiver(): Promise<Receiver> {
   };
   // A crashed test run still leaves no namespace behind.
   const onExit = () => {
-    child?.kill('SIGKILL');
+    for (const child of children) child.kill('SIGKILL');
     ip(['netns', 'del', ns]);
     ip(['link', 'del', hostIf]);
   };
@@ -136,16 +151,16 @@ export async function startReceiver(): Promise<Receiver> {
     must(['-n', ns, 'link', 'set', 'lo', 'up']);
 
     const ips = ipv6 ? [v4(2), v6(2)] : [v4(2)];
-    const goodCert = await mint(dir, 'good', [RECEIVER_HOSTNAME], ips);
+    const goodCert = await mint(dir, 'good', [RECEIVER_HOSTNAME, ...(options.names ?? [])], ips);
     const noHostCert = await mint(dir, 'nohost', ['other.svc-test.example'], ips);
 
-    const script = join(import.meta.dir, 'outbound-receiver.ts');
-    child = spawn(['ip', 'netns', 'exec', ns, process.execPath, script, v4(2), dir], {
-      stdin: 'ignore',
-      stdout: 'pipe',
-      stderr: 'pipe',
-    });
-    await waitReady(child);
+    const inside = async (argv: string[]) => {
+      const child = spawn(['ip', 'netns', 'exec', ns, ...argv], { stdin: 'ignore', stdout: 'pipe', stderr: 'pipe' });
+      children.push(child);
+      await waitReady(child, argv.slice(0, 2).join(' '));
+      return child;
+    };
+    await inside([process.execPath, join(import.meta.dir, 'outbound-receiver.ts'), v4(2), dir]);
 
     const address = v4(2);
     return {
@@ -155,7 +170,13 @@ export async function startReceiver(): Promise<Receiver> {
       address6: ipv6 ? v6(2) : null,
       goodCert,
       noHostCert,
+      certDir: dir,
       log: async () => (await fetch(`http://${address}/__log`, { proxy: false })).json() as Promise<Seen[]>,
+      respond: async (path, answer) => {
+        const r = await fetch(`http://${address}/__respond`, { method: 'POST', body: JSON.stringify({ path, ...answer }), proxy: false });
+        if (r.status !== 204) throw new Error(`receiver refused the answer for ${path}: ${r.status}`);
+      },
+      spawn: inside,
       stop: async () => {
         process.off('exit', onExit);
         await cleanup();
@@ -168,7 +189,7 @@ export async function startReceiver(): Promise<Receiver> {
   }
 }
 
-async function waitReady(child: Subprocess<'ignore', 'pipe', 'pipe'>): Promise<void> {
+async function waitReady(child: Subprocess<'ignore', 'pipe', 'pipe'>, label: string): Promise<void> {
   const reader = child.stdout.getReader();
   const timer = setTimeout(() => child.kill('SIGKILL'), 10_000);
   let out = '';
@@ -180,7 +201,7 @@ async function waitReady(child: Subprocess<'ignore', 'pipe', 'pipe'>): Promise<v
       if (out.includes('"ready":true')) return;
     }
     const err = await new Response(child.stderr).text();
-    throw new Error(`receiver exited before it was ready: ${err.trim() || out.trim()}`);
+    throw new Error(`${label} exited before it was ready: ${err.trim() || out.trim()}`);
   } finally {
     clearTimeout(timer);
     reader.releaseLock();

@@ -8,7 +8,9 @@
 // naming the test hostname and the addresses), :8444 (certificate naming only
 // another hostname and the addresses) and :80 (plain http). <address> is the
 // IPv4 one, used in the redirect it hands out. Prints one JSON line `{"ready":true}` once all three
-// listen. Every request is recorded; GET /__log on :80 returns the record.
+// listen. Every request is recorded; GET /__log on :80 returns the record. POST /__respond on :80
+// with `{path, status, body}` (or `{path, hang: true}`, or `{path}` alone to forget it) sets the
+// answer for one path (query ignored): tests of fixed provider paths choose success or failure.
 import { readFileSync } from 'node:fs';
 import http from 'node:http';
 import https from 'node:https';
@@ -32,6 +34,8 @@ type Seen = {
   body: string;
 };
 const seen: Seen[] = [];
+type Answer = { status?: number; body?: string; hang?: boolean };
+const answers = new Map<string, Answer>();
 
 function handler(port: number) {
   return (req: http.IncomingMessage, res: http.ServerResponse): void => {
@@ -55,8 +59,21 @@ function handler(port: number) {
         res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(seen));
         return;
       }
+      if (path === '/__respond') {
+        const { path: target, ...answer } = JSON.parse(entry.body) as Answer & { path: string };
+        if (Object.keys(answer).length === 0) answers.delete(target);
+        else answers.set(target, answer);
+        res.writeHead(204).end();
+        return;
+      }
       seen.push(entry);
-      const route = path.split('?')[0];
+      const route = path.split('?')[0] ?? path;
+      const scripted = answers.get(route);
+      if (scripted) {
+        if (scripted.hang) return;
+        res.writeHead(scripted.status ?? 200, { 'content-type': 'text/plain' }).end(scripted.body ?? '');
+        return;
+      }
       switch (route) {
         case '/big':
           res.writeHead(200, { 'content-type': 'text/plain' }).end('x'.repeat(64 * 1024));

@@ -71,7 +71,14 @@ export class World {
     // One database per cell keeps engines' queues and registries apart.
     const redis = Bun.spawn(['redis-server', '--port', String(this.redisPort), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--databases', '64'], { stdout: 'ignore', stderr: 'ignore' });
     this.processes.push(redis);
-    const env = cleanEnv({ ...FAST_IDENTITY_ENV, SVC_TLS_SELF_SIGNED: 'true', SVC_BOOTSTRAP_ADMIN_EMAIL: 'ops@example.com', SVC_BOOTSTRAP_ADMIN_PASSWORD: STRONG_PASSWORD });
+    const env = cleanEnv({
+      ...FAST_IDENTITY_ENV,
+      SVC_TLS_SELF_SIGNED: 'true',
+      SVC_BOOTSTRAP_ADMIN_EMAIL: 'ops@example.com',
+      SVC_BOOTSTRAP_ADMIN_PASSWORD: STRONG_PASSWORD,
+      // Notification webhooks to the test receiver over plain http (its address still passes the outbound policy).
+      SVC_NOTIFICATIONS_WEBHOOK_ALLOW_HTTP: 'true',
+    });
     this.svc = await startSvc(env);
     this.certFile = join(env.SVC_HOME!, 'tls/self-signed.crt');
     this.api = new Api(this.svc.url, await Bun.file(this.certFile).text());

@@ -11,6 +11,7 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
 import { join } from 'node:path';
 import { tempDir } from '../helpers/home.ts';
+import { startReceiver, unavailable } from '../helpers/outbound-netns.ts';
 import { Z4J_AGENT_LINE } from '../../src/version.ts';
 import { APP_ROOT, UPGRADE_WARNING, World, runPython, venvBin, type Proc, type Transport } from './harness.ts';
 import { isRefusal, type Cell, type Engine } from './engines/engine.ts';
@@ -148,6 +149,46 @@ for (const engine of engines) {
     });
   }
 }
+
+const noReceiver = unavailable();
+describe.skipIf(Boolean(noReceiver) || !engines.includes(ENGINES[0]!))('notifications from a real worker', () => {
+  test('a failing Celery task produces an inbox row and a signed webhook delivery within 2 s', async () => {
+    const cell = cellOf(ENGINES[0]!, 'ws');
+    const receiver = await startReceiver();
+    try {
+      const secret = 'interop-webhook-secret-0123456789';
+      const channel = await world.api.call('POST', '/api/v1/projects/default/notifications/channels', {
+        name: 'interop receiver',
+        type: 'webhook',
+        config: { url: `http://${receiver.address}/svc-notify`, hmac_secret: secret },
+      });
+      expect(channel.status).toBe(201);
+      // The administrator's task.failed subscription (a project default since first boot) gets the channel too.
+      const subs = (await world.api.call('GET', '/api/v1/user/subscriptions')).body;
+      const failed = subs.find((s: any) => s.trigger === 'task.failed');
+      expect((await world.api.call('PATCH', `/api/v1/user/subscriptions/${failed.id}`, { project_channel_ids: [channel.body.id] })).status).toBe(200);
+      const taskId = await cell.enqueue('fail', 'notify');
+      await world.waitForTask(cell.proc, 'celery', taskId, 'failure');
+      const stored = performance.now();
+      let delivered: { body: string; headers: Record<string, unknown> } | undefined;
+      let inboxed = false;
+      while (performance.now() - stored < 2000 && !(delivered && inboxed)) {
+        delivered ??= (await receiver.log()).find((s) => s.path === '/svc-notify' && s.body.includes(taskId));
+        inboxed ||= (await world.api.call('GET', '/api/v1/user/notifications')).body.items.some((i: any) => i.data.task_id === taskId);
+        if (!(delivered && inboxed)) await Bun.sleep(50);
+      }
+      expect({ delivered: Boolean(delivered), inboxed }).toEqual({ delivered: true, inboxed: true });
+      const body = JSON.parse(delivered!.body);
+      expect(body).toMatchObject({ trigger: 'task.failed', task_id: taskId, task_name: 'interop.fail', engine: 'celery', project_slug: 'default' });
+      expect(body.exception).toContain('ValueError');
+      const ts = String(delivered!.headers['x-svc-timestamp']);
+      const signature = new Bun.CryptoHasher('sha256', secret).update(`${ts}.${delivered!.body}`).digest('hex');
+      expect(delivered!.headers['x-svc-signature']).toBe(`sha256=${signature}`);
+    } finally {
+      await receiver.stop();
+    }
+  }, 60_000);
+});
 
 describe('what agents see of svc', () => {
   test('an agent of an older z4j line still logs the upgrade warning', async () => {

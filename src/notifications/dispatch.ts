@@ -1,0 +1,341 @@
+// The dispatcher: fires are queued by whoever causes them (after their own
+// commit) and handled here, off their path. A batch of queued fires is
+// evaluated against the active subscriptions of its project and trigger
+// (filters, mutes, membership), each subscription's cooldown is claimed by a
+// conditional update, the inbox rows are written, and then every channel
+// named is sent to, at most SEND_CONCURRENCY at a time, each within its
+// timeout; one delivery row per attempt. A dead receiver costs a failed row
+// and a slot for its timeout, never the caller's time: the queue is bounded
+// and a full one drops fires (counted and logged).
+import type { AuditService } from '../audit/service.ts';
+import type { Config } from '../config/load.ts';
+import type { Db, Executor } from '../db/connect.ts';
+import { isoMicros, nowIso, nowMicros, parseIsoMicros } from '../lib/clock.ts';
+import { describeError } from '../lib/errors.ts';
+import { logger } from '../lib/log.ts';
+import type { Metrics } from '../metrics/registry.ts';
+import type { Resolver } from '../outbound/resolve.ts';
+import { findProjectById } from '../projects/service.ts';
+import { findTask } from '../tasks/service.ts';
+import type { NotificationPayload, SendOptions, SendResult } from './channels/base.ts';
+import { typeNamed } from './config.ts';
+import { filtersMatch } from './filters.ts';
+import { pathOf, payloadOf, type Fire } from './fires.ts';
+import {
+  claimCooldown,
+  firingSubscriptions,
+  stampFired,
+  insertDeliveries,
+  insertInboxRows,
+  projectChannelsById,
+  userChannelsById,
+  type DeliveryRow,
+  type InboxRow,
+  type SubscriptionRow,
+} from './store.ts';
+
+const log = logger('notifications');
+
+/** Fires waiting to be handled; beyond this new ones are dropped. */
+export const QUEUE_LIMIT = 10_000;
+/** Fires handled together (one read of subscriptions per project and trigger, one transaction). */
+const BATCH = 200;
+const SEND_CONCURRENCY = 16;
+
+/** What the notification area needs of the service around it. */
+export interface NotifyDeps {
+  db: Db;
+  audit: AuditService;
+  config: Config;
+  metrics: Metrics;
+}
+
+/** A send to one channel, and where its delivery row points. */
+interface Target {
+  kind: 'project' | 'user';
+  id: string;
+  name: string;
+  type: string;
+  config: Record<string, unknown>;
+  userId: string | null;
+  subscriptionId: string;
+}
+
+export class Notifications {
+  /** Tests only: the outbound client's stand-in DNS and a certificate to trust. */
+  outbound: { resolver?: Resolver; ca?: string } = {};
+  private readonly queue: Fire[] = [];
+  private draining: Promise<void> | null = null;
+  private slots = SEND_CONCURRENCY;
+  private readonly waiting: (() => void)[] = [];
+  private readonly sends = new Set<Promise<void>>();
+
+  constructor(readonly deps: NotifyDeps) {}
+
+  private get metrics() {
+    const m = this.deps.metrics;
+    return {
+      fired: m.counter('svc_notifications_fired_total', 'Triggers fired and evaluated, by trigger.', ['trigger']),
+      cooled: m.counter('svc_notifications_cooldown_skipped_total', 'Subscription matches suppressed by their cooldown.'),
+      dropped: m.counter('svc_notifications_dropped_total', 'Fires dropped because the dispatch queue was full.'),
+      deliveries: m.counter('svc_notification_deliveries_total', 'Channel sends, by channel type and status.', ['type', 'status']),
+    };
+  }
+
+  /** The outbound policy every channel send and check runs under. */
+  sendOptions(): SendOptions {
+    return {
+      allowHttp: this.deps.config.SVC_NOTIFICATIONS_WEBHOOK_ALLOW_HTTP,
+      timeoutMs: this.deps.config.SVC_NOTIFICATIONS_TIMEOUT_SECONDS * 1000,
+      ...this.outbound,
+    };
+  }
+
+  /** Queues fires; returns at once. */
+  fire(fires: readonly Fire[]): void {
+    const room = QUEUE_LIMIT - this.queue.length;
+    if (fires.length > room) {
+      const lost = fires.length - Math.max(0, room);
+      this.metrics.dropped.inc(lost);
+      log.warn({ dropped: lost, queued: this.queue.length }, 'notification queue full: fires dropped');
+    }
+    for (const f of fires.slice(0, Math.max(0, room))) this.queue.push(f);
+    if (!this.draining && this.queue.length > 0) this.draining = new Promise((resolve) => setImmediate(() => void this.drain().finally(resolve)));
+  }
+
+  /** Resolves once every queued fire is handled and every send has ended (tests, shutdown). */
+  async settled(): Promise<void> {
+    while (this.draining || this.sends.size > 0) {
+      await this.draining;
+      await Promise.all([...this.sends]);
+    }
+  }
+
+  private async drain(): Promise<void> {
+    try {
+      while (this.queue.length > 0) {
+        const batch = this.queue.splice(0, BATCH);
+        try {
+          await this.handle(batch);
+        } catch (e) {
+          this.deps.metrics.swallowed('notifications', 'dispatch');
+          log.error({ err: describeError(e), fires: batch.length }, 'notification dispatch failed; fires dropped');
+        }
+      }
+    } finally {
+      this.draining = null;
+    }
+  }
+
+  /** Evaluates fires, claims cooldowns and writes inbox rows in one transaction, then sends. */
+  private async handle(fires: Fire[]): Promise<void> {
+    const now = nowIso();
+    const m = this.metrics;
+    const projects = new Map<string, { slug: string } | null>();
+    const candidates = new Map<string, SubscriptionRow[]>();
+    const matched: { fire: Fire; slug: string; subs: SubscriptionRow[] }[] = [];
+    for (const queued of fires) {
+      m.fired.inc({ trigger: queued.trigger });
+      if (!projects.has(queued.projectId)) {
+        const p = await findProjectById(this.deps.db, queued.projectId);
+        projects.set(queued.projectId, p?.is_active ? { slug: p.slug } : null);
+      }
+      const project = projects.get(queued.projectId);
+      if (!project) continue;
+      const fire = await withTaskRow(this.deps.db, queued);
+      const key = `${fire.projectId}\u0000${fire.trigger}`;
+      if (!candidates.has(key)) candidates.set(key, await firingSubscriptions(this.deps.db, fire.projectId, fire.trigger, now));
+      const facts = { task_name: fire.task?.name ?? null, priority: fire.task?.priority ?? null };
+      const subs = candidates.get(key)!.filter((s) => filtersMatch(s.filters, facts));
+      if (subs.length > 0) matched.push({ fire, slug: project.slug, subs });
+    }
+    if (matched.length === 0) return;
+
+    const publicUrl = this.deps.config.SVC_PUBLIC_URL;
+    // Each subscription once per batch: its fires here share one moment, so a cooldown window
+    // can only go to the first of them, and a subscription without one is stamped once.
+    const bySub = new Map<string, { sub: SubscriptionRow; entries: number[] }>();
+    matched.forEach(({ subs }, i) => {
+      for (const sub of subs) {
+        const seen = bySub.get(sub.id);
+        if (seen) seen.entries.push(i);
+        else bySub.set(sub.id, { sub, entries: [i] });
+      }
+    });
+    const jobs: { payload: NotificationPayload; targets: Target[] }[] = [];
+    await this.deps.db.tx(async (tx) => {
+      const winners = matched.map(() => [] as SubscriptionRow[]);
+      const unlimited: string[] = [];
+      const openBefore = (sub: SubscriptionRow) => isoMicros(nowMicros() - sub.cooldown_seconds * 1_000_000);
+      for (const { sub, entries } of bySub.values()) {
+        if (sub.cooldown_seconds === 0) {
+          unlimited.push(sub.id);
+          for (const i of entries) winners[i]!.push(sub);
+        } else if (await claimCooldown(tx, sub.id, now, openBefore(sub))) {
+          winners[entries[0]!]!.push(sub);
+          if (entries.length > 1) m.cooled.inc(entries.length - 1);
+        } else m.cooled.inc(entries.length);
+      }
+      await stampFired(tx, unlimited, now);
+      const inbox: InboxRow[] = [];
+      for (const [i, { fire, slug }] of matched.entries()) {
+        const won = winners[i]!;
+        if (won.length === 0) continue;
+        const payload = payloadOf(fire, slug, publicUrl);
+        for (const sub of won.filter((s) => s.in_app)) inbox.push(inboxRow(sub, payload, pathOf(fire, slug), now));
+        const targets = await targetsOf(tx, fire.projectId, won);
+        if (targets.length > 0) jobs.push({ payload, targets });
+      }
+      await insertInboxRows(tx, inbox);
+    });
+    for (const job of jobs) for (const target of job.targets) this.track(this.deliver(job.payload, target));
+  }
+
+  private track(send: Promise<void>): void {
+    this.sends.add(send);
+    void send.finally(() => this.sends.delete(send));
+  }
+
+  /** Sends through one channel when a slot is free, and logs the attempt. */
+  private async deliver(payload: NotificationPayload, target: Target): Promise<void> {
+    await this.slot();
+    let result: SendResult;
+    try {
+      result = await typeNamed(target.type).send(target.config, payload, this.sendOptions());
+    } catch (e) {
+      // send() never throws by contract; a bug must still leave a failed row, not a lost fire.
+      result = { success: false, status_code: null, error: `internal error: ${describeError(e).message ?? 'send failed'}`, response_body: null };
+    } finally {
+      this.release();
+    }
+    this.metrics.deliveries.inc({ type: target.type, status: result.success ? 'sent' : 'failed' });
+    try {
+      await this.deps.db.tx((tx) => insertDeliveries(tx, [deliveryRow(payload, target, result, null)]));
+    } catch (e) {
+      this.deps.metrics.swallowed('notifications', 'delivery_log');
+      log.error({ err: describeError(e) }, 'writing a notification delivery row failed');
+    }
+  }
+
+  private async slot(): Promise<void> {
+    if (this.slots > 0) {
+      this.slots--;
+      return;
+    }
+    await new Promise<void>((resolve) => this.waiting.push(resolve));
+  }
+
+  private release(): void {
+    const next = this.waiting.shift();
+    if (next) next();
+    else this.slots++;
+  }
+}
+
+/** A task fire with what the task's row knows and the event did not say (its name above all). */
+async function withTaskRow(db: Db, fire: Fire): Promise<Fire> {
+  const t = fire.task;
+  if (!t) return fire;
+  const row = await findTask(db, fire.projectId, t.engine, t.task_id);
+  if (!row) return fire;
+  return {
+    ...fire,
+    task: {
+      ...t,
+      name: row.name ?? t.name,
+      queue: t.queue ?? row.queue,
+      priority: t.priority ?? row.priority,
+      exception: t.exception ?? row.exception,
+      traceback: t.traceback ?? row.traceback,
+    },
+  };
+}
+
+function inboxRow(sub: SubscriptionRow, payload: NotificationPayload, path: string | null, now: string): InboxRow {
+  return {
+    id: crypto.randomUUID(),
+    user_id: sub.user_id,
+    project_id: sub.project_id,
+    subscription_id: sub.id,
+    trigger: payload.trigger,
+    title: payload.title.slice(0, 500),
+    body: payload.body,
+    data: {
+      path,
+      task_id: payload.task_id,
+      task_name: payload.task_name,
+      engine: payload.engine,
+      queue: payload.queue,
+      priority: payload.priority,
+      agent_id: payload.agent_id,
+      schedule_id: payload.schedule_id,
+    },
+    read_at: null,
+    created_at: now,
+  };
+}
+
+/** The active channels the winning subscriptions name: a project channel once per fire however many
+ * subscriptions name it; a personal channel only its owner's subscriptions may name. */
+async function targetsOf(ex: Executor, projectId: string, winners: SubscriptionRow[]): Promise<Target[]> {
+  const projectIds = [...new Set(winners.flatMap((s) => s.project_channel_ids))];
+  const userIds = [...new Set(winners.flatMap((s) => s.user_channel_ids))];
+  const projectRows = new Map((await projectChannelsById(ex, projectIds)).map((c) => [c.id, c]));
+  const userRows = new Map((await userChannelsById(ex, userIds)).map((c) => [c.id, c]));
+  const out: Target[] = [];
+  const seen = new Set<string>();
+  for (const sub of winners) {
+    for (const id of sub.project_channel_ids) {
+      const c = projectRows.get(id);
+      if (!c || !c.is_active || c.project_id !== projectId || seen.has(id)) continue;
+      seen.add(id);
+      out.push({ kind: 'project', id, name: c.name, type: c.type, config: c.config, userId: null, subscriptionId: sub.id });
+    }
+    for (const id of sub.user_channel_ids) {
+      const c = userRows.get(id);
+      if (!c || !c.is_active || c.user_id !== sub.user_id || seen.has(id)) continue;
+      seen.add(id);
+      out.push({ kind: 'user', id, name: c.name, type: c.type, config: c.config, userId: c.user_id, subscriptionId: sub.id });
+    }
+  }
+  return out;
+}
+
+const MAX_ERROR = 1024;
+const MAX_RESPONSE = 2048;
+
+/** The delivery log row of one attempt (a fire's, or a channel test's with `triggeredBy`). */
+export function deliveryRow(
+  payload: NotificationPayload,
+  target: Omit<Target, 'config' | 'subscriptionId'> & { subscriptionId: string | null; projectId?: string | null },
+  result: SendResult,
+  triggeredBy: string | null,
+): DeliveryRow {
+  const sentAt = nowIso();
+  return {
+    id: crypto.randomUUID(),
+    project_id: target.projectId !== undefined ? target.projectId : payload.project_id || null,
+    user_id: target.userId,
+    subscription_id: target.subscriptionId,
+    channel_id: target.kind === 'project' ? target.id || null : null,
+    user_channel_id: target.kind === 'user' ? target.id || null : null,
+    channel_name: target.name,
+    channel_type: target.type,
+    trigger: payload.trigger,
+    task_id: payload.task_id,
+    task_name: payload.task_name,
+    status: result.success ? 'sent' : 'failed',
+    response_code: result.status_code,
+    response_body: result.success ? null : (result.response_body?.slice(0, MAX_RESPONSE) ?? null),
+    error: result.error?.slice(0, MAX_ERROR) ?? null,
+    triggered_by_user_id: triggeredBy,
+    sent_at: sentAt,
+  };
+}
+
+/** Newest-first cursors of the inbox and delivery logs: `<timestamp>|<id>`. */
+export function parseCursor(cursor: string | undefined): { at: string; id: string } | undefined {
+  if (!cursor) return undefined;
+  const m = /^(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}\+00:00)\|([0-9a-f-]{36})$/.exec(cursor);
+  return m && parseIsoMicros(m[1]!) !== null ? { at: m[1]!, id: m[2]! } : undefined;
+}

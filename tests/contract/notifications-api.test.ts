@@ -1,0 +1,343 @@
+// Every notification route of the specification's two tables, called by every
+// kind of caller, in one table of (who, request) -> (status, must contain,
+// must not contain); then the rules behind them: secrets masked and kept,
+// imports and their ownership rules, config and filter refusals, the audit
+// rows, the delivery log and its clearing, the inbox. On both databases.
+import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
+import { sql } from 'drizzle-orm';
+import { testDialect, testService, type CallOptions, type TestService } from '../helpers/app.ts';
+import { Browser, FAST_IDENTITY_ENV, MATRIX_ACTORS as ACTORS, STRONG_PASSWORD, matrixCallers, userBrowser, type MatrixActor as Actor } from '../helpers/identity.ts';
+
+// A public documentation address (not blocked, never routed): configs validate, sends fail fast.
+const HOOK = 'https://192.0.2.10/hook';
+const SECRET = 'hmac-secret-never-shown-0123456789';
+const BOT_TOKEN = '123456:ABC-never-shown_token';
+
+let svc: TestService;
+let admin: Browser;
+let browsers: Partial<Record<Actor, Browser & { id?: string }>> = {};
+const keys: { with?: string; without?: string } = {};
+let counter = 0;
+const uniq = () => `${++counter}-${crypto.randomUUID().slice(0, 6)}`;
+
+beforeAll(async () => {
+  svc = await testService({ env: { ...FAST_IDENTITY_ENV, SVC_NOTIFICATIONS_TIMEOUT_SECONDS: '1' } });
+  const callers = await matrixCallers(svc, ['notifications:write']);
+  ({ admin, browsers } = callers);
+  Object.assign(keys, callers.keys);
+}, 60_000);
+afterAll(() => svc.close());
+
+async function call(actor: Actor, method: string, path: string, opts: CallOptions = {}) {
+  if (actor === 'anonymous') return svc.call(method, path, opts);
+  if (actor === 'key_with_scope' || actor === 'key_without_scope') {
+    return svc.call(method, path, { ...opts, headers: { authorization: `Bearer ${actor === 'key_with_scope' ? keys.with : keys.without}`, ...opts.headers } });
+  }
+  return browsers[actor]!.call(method, path, opts);
+}
+
+const P = '/api/v1/projects/default/notifications';
+const webhook = (name = `hook-${uniq()}`) => ({ name, type: 'webhook', config: { url: HOOK, headers: { 'x-team': 'ops' }, hmac_secret: SECRET } });
+const newProjectChannel = async () => (await admin.call('POST', `${P}/channels`, { body: webhook() })).body.id as string;
+/** Removes the project's default for `trigger`, if any (one default per trigger). */
+const dropDefault = async (trigger: string) => {
+  const existing = (await admin.call('GET', `${P}/defaults`)).body.find((d: any) => d.trigger === trigger);
+  if (existing) await admin.call('DELETE', `${P}/defaults/${existing.id}`);
+};
+const newDefault = async (trigger: string) => {
+  await dropDefault(trigger);
+  return (await admin.call('POST', `${P}/defaults`, { body: { trigger } })).body.id as string;
+};
+/** A personal channel of `actor` (the admin's for callers without a session). */
+const ownChannel = async (actor: Actor) => {
+  const who = browsers[actor] ?? admin;
+  return (await who.call('POST', '/api/v1/user/channels', { body: webhook() })).body.id as string;
+};
+
+type Expect = Partial<Record<Actor, number>> & { rest: number };
+interface Row {
+  name: string;
+  request: (actor: Actor) => Promise<{ method: string; path: string; opts?: CallOptions }>;
+  expect: Expect;
+  /** Found in every 2xx answer. */
+  mustContain?: string[];
+}
+
+// Project routes: listing for every member; the rest for project admins. Keys need the scope.
+const projectView: Expect = { anonymous: 401, other_project: 404, key_without_scope: 403, rest: 200 };
+const projectAdmin = (ok: number): Expect => ({ anonymous: 401, viewer: 403, operator: 403, other_project: 404, key_without_scope: 403, project_admin: ok, global_admin: ok, key_with_scope: ok, rest: 403 });
+// Personal routes: any signed-in user (keys with the scope act as their owner, the admin).
+const personal = (ok: number): Expect => ({ anonymous: 401, key_without_scope: 403, rest: ok });
+
+const ROWS: Row[] = [
+  { name: 'GET /channels', request: async () => ({ method: 'GET', path: `${P}/channels` }), expect: projectView },
+  { name: 'POST /channels', request: async () => ({ method: 'POST', path: `${P}/channels`, opts: { body: webhook() } }), expect: projectAdmin(201), mustContain: ['"hmac_secret":"••••••••"'] },
+  {
+    name: 'POST /channels/import_from_user',
+    request: async (actor) => ({ method: 'POST', path: `${P}/channels/import_from_user`, opts: { body: { user_channel_id: await ownChannel(actor) } } }),
+    expect: projectAdmin(201),
+    mustContain: ['"name":"Copy of hook-'],
+  },
+  { name: 'PATCH /channels/{id}', request: async () => ({ method: 'PATCH', path: `${P}/channels/${await newProjectChannel()}`, opts: { body: { name: `renamed-${uniq()}` } } }), expect: projectAdmin(200) },
+  { name: 'DELETE /channels/{id}', request: async () => ({ method: 'DELETE', path: `${P}/channels/${await newProjectChannel()}` }), expect: projectAdmin(200) },
+  { name: 'POST /channels/{id}/test', request: async () => ({ method: 'POST', path: `${P}/channels/${await newProjectChannel()}/test` }), expect: projectAdmin(200), mustContain: ['"success":false'] },
+  { name: 'POST /channels/test', request: async () => ({ method: 'POST', path: `${P}/channels/test`, opts: { body: { type: 'webhook', config: { url: HOOK } } } }), expect: projectAdmin(200) },
+  { name: 'GET /defaults', request: async () => ({ method: 'GET', path: `${P}/defaults` }), expect: projectAdmin(200) },
+  {
+    name: 'POST /defaults',
+    request: async () => {
+      await dropDefault('agent.offline');
+      return { method: 'POST', path: `${P}/defaults`, opts: { body: { trigger: 'agent.offline' } } };
+    },
+    expect: projectAdmin(201),
+  },
+  { name: 'PATCH /defaults/{id}', request: async () => ({ method: 'PATCH', path: `${P}/defaults/${await newDefault('task.retried')}`, opts: { body: { in_app: false } } }), expect: projectAdmin(200) },
+  { name: 'DELETE /defaults/{id}', request: async () => ({ method: 'DELETE', path: `${P}/defaults/${await newDefault('agent.online')}` }), expect: projectAdmin(200) },
+  { name: 'GET /deliveries', request: async () => ({ method: 'GET', path: `${P}/deliveries` }), expect: projectAdmin(200) },
+  { name: 'DELETE /deliveries', request: async () => ({ method: 'DELETE', path: `${P}/deliveries?before=2000-01-01T00:00:00Z` }), expect: projectAdmin(200), mustContain: ['"deleted":0'] },
+  // personal
+  { name: 'GET /user/channels', request: async () => ({ method: 'GET', path: '/api/v1/user/channels' }), expect: personal(200) },
+  { name: 'POST /user/channels', request: async () => ({ method: 'POST', path: '/api/v1/user/channels', opts: { body: webhook() } }), expect: personal(201), mustContain: ['"project_id":null'] },
+  { name: 'PATCH /user/channels/{id}', request: async (a) => ({ method: 'PATCH', path: `/api/v1/user/channels/${await ownChannel(a)}`, opts: { body: { is_active: false } } }), expect: personal(200) },
+  { name: 'DELETE /user/channels/{id}', request: async (a) => ({ method: 'DELETE', path: `/api/v1/user/channels/${await ownChannel(a)}` }), expect: personal(200) },
+  { name: 'POST /user/channels/test', request: async () => ({ method: 'POST', path: '/api/v1/user/channels/test', opts: { body: { type: 'webhook', config: { url: HOOK } } } }), expect: personal(200) },
+  { name: 'POST /user/channels/{id}/test', request: async (a) => ({ method: 'POST', path: `/api/v1/user/channels/${await ownChannel(a)}/test` }), expect: personal(200) },
+  {
+    name: 'POST /user/channels/import_from_project',
+    request: async () => ({ method: 'POST', path: '/api/v1/user/channels/import_from_project', opts: { body: { project_slug: 'default', channel_id: await newProjectChannel(), name: `imported-${uniq()}` } } }),
+    expect: { anonymous: 401, viewer: 403, operator: 403, other_project: 404, key_without_scope: 403, rest: 201 },
+  },
+  { name: 'GET /user/subscriptions', request: async () => ({ method: 'GET', path: '/api/v1/user/subscriptions' }), expect: personal(200) },
+  {
+    name: 'POST /user/subscriptions',
+    request: async (actor) => {
+      // A trigger the caller has no subscription to yet (memberships materialised task.failed).
+      const who = browsers[actor] ?? admin;
+      for (const s of (await who.call('GET', '/api/v1/user/subscriptions')).body ?? []) if (s.trigger === 'task.succeeded') await who.call('DELETE', `/api/v1/user/subscriptions/${s.id}`);
+      return { method: 'POST', path: '/api/v1/user/subscriptions', opts: { body: { project_id: (await admin.call('GET', '/api/v1/projects/default')).body.id, trigger: 'task.succeeded' } } };
+    },
+    expect: { anonymous: 401, other_project: 404, key_without_scope: 403, rest: 201 },
+  },
+  {
+    name: 'PATCH /user/subscriptions/{id}',
+    request: async (actor) => ({ method: 'PATCH', path: `/api/v1/user/subscriptions/${await ownSubscription(actor)}`, opts: { body: { cooldown_seconds: 60 } } }),
+    expect: personal(200),
+  },
+  { name: 'DELETE /user/subscriptions/{id}', request: async (a) => ({ method: 'DELETE', path: `/api/v1/user/subscriptions/${await ownSubscription(a)}` }), expect: personal(200) },
+  { name: 'GET /user/deliveries', request: async () => ({ method: 'GET', path: '/api/v1/user/deliveries' }), expect: personal(200) },
+  { name: 'GET /user/notifications', request: async () => ({ method: 'GET', path: '/api/v1/user/notifications' }), expect: personal(200), mustContain: ['"unread":'] },
+  { name: 'GET /user/notifications/unread-count', request: async () => ({ method: 'GET', path: '/api/v1/user/notifications/unread-count' }), expect: personal(200) },
+  { name: 'POST /user/notifications/{id}/read', request: async (a) => ({ method: 'POST', path: `/api/v1/user/notifications/${await ownInboxRow(a)}/read` }), expect: personal(200) },
+  { name: 'POST /user/notifications/read-all', request: async () => ({ method: 'POST', path: '/api/v1/user/notifications/read-all' }), expect: personal(200) },
+];
+
+/** A subscription of the caller (in a project they belong to). */
+async function ownSubscription(actor: Actor): Promise<string> {
+  const who = browsers[actor] ?? admin;
+  const slug = actor === 'other_project' ? 'elsewhere' : 'default';
+  const project = (await admin.call('GET', `/api/v1/projects/${slug}`)).body.id;
+  const created = await who.call('POST', '/api/v1/user/subscriptions', { body: { project_id: project, trigger: 'schedule.misfired' } });
+  if (created.status === 201) return created.body.id;
+  return (await who.call('GET', '/api/v1/user/subscriptions')).body.find((s: any) => s.trigger === 'schedule.misfired').id;
+}
+
+/** An inbox row of the caller's (the admin's for anonymous and keys). */
+async function ownInboxRow(actor: Actor): Promise<string> {
+  const who = browsers[actor] ?? admin;
+  const me = (await who.call('GET', '/api/v1/auth/me')).body.id ?? (await admin.call('GET', '/api/v1/auth/me')).body.id;
+  const project = (await svc.ctx.db.all<{ id: string }>(sql`SELECT id FROM projects WHERE slug = 'default'`))[0]!.id;
+  const id = crypto.randomUUID();
+  await svc.ctx.db.tx((tx) =>
+    tx.run(sql`INSERT INTO user_notifications (id, user_id, project_id, trigger, title, body, data, created_at) VALUES (${id}, ${me}, ${project}, 'task.failed', 't', 'b', '{}', ${new Date().toISOString().replace('Z', '000+00:00')})`),
+  );
+  return id;
+}
+
+describe(`notification routes by caller on ${testDialect()}`, () => {
+  for (const row of ROWS) {
+    test(row.name, async () => {
+      const got: Record<string, number> = {};
+      const want: Record<string, number> = {};
+      for (const actor of ACTORS) {
+        const { method, path, opts } = await row.request(actor);
+        const res = await call(actor, method, path, opts);
+        got[actor] = res.status;
+        want[actor] = row.expect[actor] ?? row.expect.rest;
+        // No answer ever carries a secret of a channel.
+        expect(res.text).not.toContain(SECRET);
+        expect(res.text).not.toContain(BOT_TOKEN);
+        if (res.status >= 400) expect(Object.keys(res.body)).toEqual(expect.arrayContaining(['error', 'message', 'details']));
+        else for (const s of row.mustContain ?? []) expect(res.text).toContain(s);
+      }
+      expect(got).toEqual(want);
+    }, 60_000);
+  }
+});
+
+describe(`notification rules on ${testDialect()}`, () => {
+  const audit = async (action: string) =>
+    svc.ctx.db.all<{ action: string; metadata: string | Record<string, unknown>; user_id: string | null }>(sql`SELECT action, metadata, user_id FROM audit_log WHERE action = ${action} ORDER BY occurred_at`);
+
+  test('secrets are masked in every list and never echoed; a PATCH carrying the mask keeps the stored secret', async () => {
+    const created = await admin.call('POST', `${P}/channels`, {
+      body: { name: `tg-${uniq()}`, type: 'telegram', config: { bot_token: BOT_TOKEN, chat_id: '-1001234' } },
+    });
+    expect(created.status).toBe(201);
+    expect(created.body.config).toEqual({ bot_token: '••••••••', chat_id: '-1001234' });
+    const listed = (await browsers.viewer!.call('GET', `${P}/channels`)).body.find((c: any) => c.id === created.body.id);
+    expect(listed.config.bot_token).toBe('••••••••');
+    // Renaming while sending the masked value back keeps the real token.
+    const patched = await admin.call('PATCH', `${P}/channels/${created.body.id}`, { body: { name: 'telegram-ops', config: { bot_token: '••••••••', chat_id: '-1009' } } });
+    expect(patched.status).toBe(200);
+    const [stored] = await svc.ctx.db.all<{ config: string | Record<string, unknown> }>(sql`SELECT config FROM notification_channels WHERE id = ${created.body.id}`);
+    const config = typeof stored!.config === 'string' ? JSON.parse(stored!.config) : stored!.config;
+    expect(config).toEqual({ bot_token: BOT_TOKEN, chat_id: '-1009' });
+    // A new value replaces it.
+    await admin.call('PATCH', `${P}/channels/${created.body.id}`, { body: { config: { bot_token: '999:NEW-token', chat_id: '-1009' } } });
+    const [again] = await svc.ctx.db.all<{ config: string | Record<string, unknown> }>(sql`SELECT config FROM notification_channels WHERE id = ${created.body.id}`);
+    expect(JSON.stringify(again!.config)).toContain('999:NEW-token');
+    expect((await audit('notifications.channel.update')).length).toBeGreaterThanOrEqual(2);
+  });
+
+  test("imports copy secrets server-side; another user's channel and a non-admin's import are refused", async () => {
+    const mine = await admin.call('POST', '/api/v1/user/channels', { body: webhook('mine') });
+    const imported = await admin.call('POST', `${P}/channels/import_from_user`, { body: { user_channel_id: mine.body.id } });
+    expect(imported.status).toBe(201);
+    expect(imported.body).toMatchObject({ name: 'Copy of mine', type: 'webhook', config: { hmac_secret: '••••••••', url: HOOK } });
+    const [row] = await svc.ctx.db.all<{ config: string | Record<string, unknown> }>(sql`SELECT config FROM notification_channels WHERE id = ${imported.body.id}`);
+    expect(JSON.stringify(row!.config)).toContain(SECRET);
+    // The project admin cannot import the global admin's personal channel: not found, nothing stored.
+    const before = (await admin.call('GET', `${P}/channels`)).body.length;
+    const refused = await browsers.project_admin!.call('POST', `${P}/channels/import_from_user`, { body: { user_channel_id: mine.body.id } });
+    expect([refused.status, refused.body.error]).toEqual([404, 'not_found']);
+    expect((await admin.call('GET', `${P}/channels`)).body.length).toBe(before);
+    // A viewer cannot copy a project channel (and its secret) into their own.
+    const copy = await browsers.viewer!.call('POST', '/api/v1/user/channels/import_from_project', { body: { project_slug: 'default', channel_id: imported.body.id } });
+    expect([copy.status, copy.body.error]).toEqual([403, 'insufficient_role']);
+    expect((await audit('notifications.channel.import_from_user')).length).toBeGreaterThanOrEqual(1);
+  });
+
+  test('configs are checked per type before saving; the refusal names the field and stores nothing', async () => {
+    const cases: [Record<string, unknown>, string][] = [
+      [{ type: 'webhook', config: { url: 'https://127.0.0.1/x' } }, '/config/url'],
+      [{ type: 'webhook', config: { url: 'https://169.254.169.254/latest' } }, '/config/url'],
+      [{ type: 'webhook', config: { url: 'http://192.0.2.10/x' } }, '/config/url'],
+      [{ type: 'webhook', config: { url: HOOK, headers: { Authorization: 'x' } } }, '/config/headers'],
+      [{ type: 'slack', config: { webhook_url: 'https://hooks.evil.example/services/x' } }, '/config/webhook_url'],
+      [{ type: 'telegram', config: { bot_token: 'no-colon', chat_id: '1' } }, '/config/bot_token'],
+      [{ type: 'email', config: { smtp_host: '192.0.2.20', smtp_port: 2526, smtp_user: '', smtp_pass: '', smtp_tls: true, from_addr: 'a@example.com', to_addrs: ['b@example.com'] } }, '/config/smtp_port'],
+      [{ type: 'webhook', config: { url: HOOK, pad: 'x'.repeat(17 * 1024) } }, '/config'],
+    ];
+    const before = (await admin.call('GET', `${P}/channels`)).body.length;
+    for (const [body, path] of cases) {
+      const r = await admin.call('POST', `${P}/channels`, { body: { name: `bad-${uniq()}`, ...body } });
+      expect([r.status, r.body.error]).toEqual([422, 'validation_failed']);
+      expect(r.body.details.fields.some((f: any) => f.path === path || f.path.startsWith(`${path}/`))).toBe(true);
+      expect(r.text).not.toContain('hooks.evil.example/services');
+    }
+    expect((await admin.call('GET', `${P}/channels`)).body.length).toBe(before);
+  });
+
+  test('filter rules: priorities from the set, task_name up to 500, globs up to 200 with 5 wildcards and 3 classes', async () => {
+    const project = (await admin.call('GET', '/api/v1/projects/default')).body.id;
+    const sub = (filters: unknown) => browsers.operator!.call('POST', '/api/v1/user/subscriptions', { body: { project_id: project, trigger: 'task.retried', filters } });
+    const refused = async (filters: unknown, code?: string) => {
+      const r = await sub(filters);
+      expect([r.status, r.body.error]).toEqual([422, 'validation_failed']);
+      if (code) expect(r.body.details.fields.map((f: any) => f.code)).toContain(code);
+    };
+    await refused({ priority: ['urgent'] });
+    await refused({ task_name: 'x'.repeat(501) });
+    await refused({ task_name_pattern: 'x'.repeat(201) });
+    await refused({ task_name_pattern: 'a*b*c*d*e*f*' }, 'glob_too_many_wildcards');
+    await refused({ task_name_pattern: '[a][b][c][d]' }, 'glob_too_many_classes');
+    await refused({ queue: 'default' });
+    const ok = await sub({ priority: ['critical', 'high'], task_name: 'billing', task_name_pattern: 'billing.*[!x]?' });
+    expect(ok.status).toBe(201);
+    // One subscription per trigger and project.
+    expect((await sub({})).body.error).toBe('subscription_exists');
+    // Channels named must be the project's / the caller's own.
+    const stranger = await admin.call('POST', '/api/v1/user/channels', { body: webhook() });
+    const r = await browsers.operator!.call('PATCH', `/api/v1/user/subscriptions/${ok.body.id}`, { body: { user_channel_ids: [stranger.body.id] } });
+    expect([r.status, r.body.details.fields[0].path]).toEqual([422, '/user_channel_ids/0']);
+    // Muting stores microsecond UTC text.
+    const muted = await browsers.operator!.call('PATCH', `/api/v1/user/subscriptions/${ok.body.id}`, { body: { muted_until: '2099-01-01T00:00:00Z' } });
+    expect(muted.body.muted_until).toBe('2099-01-01T00:00:00.000000+00:00');
+  });
+
+  test("a subscription in a project the caller does not belong to is not found; a user's own routes never show another's", async () => {
+    const elsewhere = (await admin.call('GET', '/api/v1/projects/elsewhere')).body.id;
+    const r = await browsers.viewer!.call('POST', '/api/v1/user/subscriptions', { body: { project_id: elsewhere, trigger: 'task.failed' } });
+    expect([r.status, r.body.error]).toEqual([404, 'not_found']);
+    const adminSub = await admin.call('POST', '/api/v1/user/subscriptions', { body: { project_id: elsewhere, trigger: 'agent.online' } });
+    expect((await browsers.viewer!.call('PATCH', `/api/v1/user/subscriptions/${adminSub.body.id}`, { body: { in_app: false } })).status).toBe(404);
+    expect((await browsers.viewer!.call('DELETE', `/api/v1/user/subscriptions/${adminSub.body.id}`)).status).toBe(404);
+    const adminChannel = await admin.call('POST', '/api/v1/user/channels', { body: webhook() });
+    expect((await browsers.viewer!.call('PATCH', `/api/v1/user/channels/${adminChannel.body.id}`, { body: { name: 'x' } })).status).toBe(404);
+    expect((await browsers.viewer!.call('GET', '/api/v1/user/channels')).body.map((c: any) => c.id)).not.toContain(adminChannel.body.id);
+  });
+
+  test('unsaved tests write a test.dispatch delivery row and an audit row; the delivery log is cleared with its audit row in one go', async () => {
+    const test1 = await admin.call('POST', `${P}/channels/test`, { body: { type: 'webhook', config: { url: HOOK, hmac_secret: SECRET } } });
+    expect(test1.status).toBe(200);
+    expect(test1.body).toMatchObject({ success: false, status_code: 0 });
+    expect(test1.body.error).not.toContain('192.0.2.10');
+    const log = (await admin.call('GET', `${P}/deliveries`)).body;
+    expect(log.items[0]).toMatchObject({ trigger: 'test.dispatch', status: 'failed', channel_type: 'webhook', channel_name: '(unsaved)' });
+    expect((await audit('notifications.channel.test')).length).toBeGreaterThan(0);
+    expect((await admin.call('GET', `${P}/channels`)).body.some((c: any) => c.name === '(unsaved)')).toBe(false);
+    // Clearing: count and cutoff in the audit row; the rows are gone.
+    const all = log.items.length;
+    const cleared = await admin.call('DELETE', `${P}/deliveries`);
+    expect(cleared.body.deleted).toBeGreaterThanOrEqual(all);
+    expect((await admin.call('GET', `${P}/deliveries`)).body.items).toEqual([]);
+    const rows = await audit('notifications.deliveries.clear');
+    const last = rows.at(-1)!;
+    const meta = typeof last.metadata === 'string' ? JSON.parse(last.metadata) : last.metadata;
+    expect(meta).toMatchObject({ count: cleared.body.deleted, cutoff: null });
+    expect(last.user_id).toBe((await admin.call('GET', '/api/v1/auth/me')).body.id);
+    const bad = await admin.call('DELETE', `${P}/deliveries?before=yesterday`);
+    expect(bad.status).toBe(422);
+  });
+
+  test('the inbox: list newest first with its unread count, mark one read, mark all read', async () => {
+    const viewer = browsers.viewer!;
+    const ids = [await ownInboxRow('viewer'), await ownInboxRow('viewer')];
+    const page = await viewer.call('GET', '/api/v1/user/notifications?limit=1');
+    expect(page.body.items).toHaveLength(1);
+    expect(page.body.next_cursor).not.toBeNull();
+    expect(page.body.unread).toBeGreaterThanOrEqual(2);
+    expect((await viewer.call('POST', `/api/v1/user/notifications/${ids[0]}/read`)).status).toBe(200);
+    const unread = (await viewer.call('GET', '/api/v1/user/notifications/unread-count')).body.unread;
+    expect((await viewer.call('GET', '/api/v1/user/notifications?unread_only=true&limit=200')).body.items.map((i: any) => i.id)).not.toContain(ids[0]);
+    // Another user's row is not found for them.
+    expect((await browsers.operator!.call('POST', `/api/v1/user/notifications/${ids[1]}/read`)).status).toBe(404);
+    expect((await viewer.call('POST', '/api/v1/user/notifications/read-all')).body.updated).toBe(unread);
+    expect((await viewer.call('GET', '/api/v1/user/notifications/unread-count')).body.unread).toBe(0);
+    expect((await viewer.call('GET', '/api/v1/user/notifications?cursor=nonsense')).status).toBe(422);
+  });
+
+  test('defaults: a new project starts with task.failed in the app; members get the defaults when they join', async () => {
+    const slug = `fresh-${uniq()}`.toLowerCase();
+    await admin.call('POST', '/api/v1/projects', { body: { slug, name: slug } });
+    const defaults = (await admin.call('GET', `/api/v1/projects/${slug}/notifications/defaults`)).body;
+    expect(defaults.map((d: any) => [d.trigger, d.in_app])).toEqual([['task.failed', true]]);
+    expect((await admin.call('POST', `/api/v1/projects/${slug}/notifications/defaults`, { body: { trigger: 'agent.offline', in_app: false } })).status).toBe(201);
+    expect((await admin.call('POST', `/api/v1/projects/${slug}/notifications/defaults`, { body: { trigger: 'agent.offline' } })).body.error).toBe('default_exists');
+    // Granted membership: both defaults become the member's subscriptions.
+    const joiner = await userBrowser(admin, `joiner-${uniq()}@example.com`);
+    await admin.call('POST', `/api/v1/projects/${slug}/memberships`, { body: { user_id: joiner.id, role: 'viewer' } });
+    const project = (await admin.call('GET', `/api/v1/projects/${slug}`)).body.id;
+    const subs = (await joiner.call('GET', `/api/v1/user/subscriptions?project_id=${project}`)).body;
+    expect(subs.map((s: any) => [s.trigger, s.in_app]).sort()).toEqual([
+      ['agent.offline', false],
+      ['task.failed', true],
+    ]);
+    // An accepted invitation does the same.
+    const invite = await admin.call('POST', `/api/v1/projects/${slug}/invitations`, { body: { email: `invited-${uniq()}@example.com` } });
+    const anon = new Browser(svc);
+    const accepted = await anon.call('POST', '/api/v1/invitations/accept', { body: { token: invite.body.token, password: STRONG_PASSWORD } });
+    expect(accepted.status).toBe(201);
+    expect((await anon.call('GET', `/api/v1/user/subscriptions?project_id=${project}`)).body).toHaveLength(2);
+  });
+});
