@@ -22,7 +22,7 @@ export type Role = 'viewer' | 'operator' | 'admin';
 /** Who may call a route. */
 export type Access =
   /** Anyone; the handler may still look at a credential (setup status, invitation preview). */
-  | { public: true; optionalUser?: boolean }
+  | { public: true }
   /** A signed-in user (session or API key) meeting `user`, and with `project` a role in the path's project. */
   | { user: AccessRule; project?: Role; projectRoleMayRise?: true }
   /** An agent's bearer token (the long-poll transport: its own checks, its own failures in `errors`). */

@@ -271,7 +271,7 @@ export const projectRoutes = (ctx: AppContext) =>
           ok: InvitationAccepted,
           status: 201,
           answers: { 200: InvitationAccepted },
-          errors: { 401: ['mfa_required'], 403: ['csrf_failed'], 404: ['not_found'], 409: ['password_required', 'already_member', 'email_taken'], ...THROTTLED },
+          errors: { 401: ['mfa_required', 'invalid_api_key'], 403: ['csrf_failed'], 404: ['not_found'], 409: ['password_required', 'already_member', 'email_taken'], ...THROTTLED },
         }),
       },
     );
