@@ -29,9 +29,11 @@ import {
   insertInboxRows,
   projectChannelsById,
   userChannelsById,
+  type ChannelRow,
   type DeliveryRow,
   type InboxRow,
   type SubscriptionRow,
+  type UserChannelRow,
 } from './store.ts';
 
 const log = logger('notifications');
@@ -41,6 +43,12 @@ export const QUEUE_LIMIT = 10_000;
 /** Fires handled together (one read of subscriptions per project and trigger, one transaction). */
 const BATCH = 200;
 const SEND_CONCURRENCY = 16;
+/** Delivery rows of sends ending within this long are written together. */
+const LOG_FLUSH_MS = 50;
+/** While agents' events are being stored (one commit in this long), fires wait... */
+const INGEST_QUIET_MS = 25;
+/** ...but never longer than this after they were queued. */
+const MAX_DEFER_MS = 5000;
 
 /** What the notification area needs of the service around it. */
 export interface NotifyDeps {
@@ -64,11 +72,15 @@ interface Target {
 export class Notifications {
   /** Tests only: the outbound client's stand-in DNS and a certificate to trust. */
   outbound: { resolver?: Resolver; ca?: string } = {};
-  private readonly queue: Fire[] = [];
+  private readonly queue: { fire: Fire; at: number }[] = [];
   private draining: Promise<void> | null = null;
   private slots = SEND_CONCURRENCY;
   private readonly waiting: (() => void)[] = [];
   private readonly sends = new Set<Promise<void>>();
+  private readonly logged: DeliveryRow[] = [];
+  private flushing: Promise<void> | null = null;
+  /** When the ingest path last stored task events (performance.now()): fires wait while it is busy. */
+  private ingestAt = -Infinity;
 
   constructor(readonly deps: NotifyDeps) {}
 
@@ -99,22 +111,33 @@ export class Notifications {
       this.metrics.dropped.inc(lost);
       log.warn({ dropped: lost, queued: this.queue.length }, 'notification queue full: fires dropped');
     }
-    for (const f of fires.slice(0, Math.max(0, room))) this.queue.push(f);
+    const at = performance.now();
+    for (const fire of fires.slice(0, Math.max(0, room))) this.queue.push({ fire, at });
     if (!this.draining && this.queue.length > 0) this.draining = new Promise((resolve) => setImmediate(() => void this.drain().finally(resolve)));
   }
 
   /** Resolves once every queued fire is handled and every send has ended (tests, shutdown). */
   async settled(): Promise<void> {
-    while (this.draining || this.sends.size > 0) {
+    while (this.draining || this.sends.size > 0 || this.flushing) {
       await this.draining;
       await Promise.all([...this.sends]);
+      await this.flushing;
     }
+  }
+
+  /** The ingest path stored task events just now (called after its commit). */
+  ingestCommitted(): void {
+    this.ingestAt = performance.now();
   }
 
   private async drain(): Promise<void> {
     try {
       while (this.queue.length > 0) {
-        const batch = this.queue.splice(0, BATCH);
+        // Storing agents' events comes first: while it is busy, fires wait (a little, at most MAX_DEFER_MS).
+        while (performance.now() - this.ingestAt < INGEST_QUIET_MS && performance.now() - this.queue[0]!.at < MAX_DEFER_MS) {
+          await new Promise((resolve) => setTimeout(resolve, INGEST_QUIET_MS));
+        }
+        const batch = this.queue.splice(0, BATCH).map((q) => q.fire);
         try {
           await this.handle(batch);
         } catch (e) {
@@ -163,6 +186,7 @@ export class Notifications {
       }
     });
     const jobs: { payload: NotificationPayload; targets: Target[] }[] = [];
+    const channels = await channelsOf(this.deps.db, [...bySub.values()].map((x) => x.sub));
     await this.deps.db.tx(async (tx) => {
       const winners = matched.map(() => [] as SubscriptionRow[]);
       const unlimited: string[] = [];
@@ -183,7 +207,7 @@ export class Notifications {
         if (won.length === 0) continue;
         const payload = payloadOf(fire, slug, publicUrl);
         for (const sub of won.filter((s) => s.in_app)) inbox.push(inboxRow(sub, payload, pathOf(fire, slug), now));
-        const targets = await targetsOf(tx, fire.projectId, won);
+        const targets = targetsOf(channels, fire.projectId, won);
         if (targets.length > 0) jobs.push({ payload, targets });
       }
       await insertInboxRows(tx, inbox);
@@ -209,11 +233,21 @@ export class Notifications {
       this.release();
     }
     this.metrics.deliveries.inc({ type: target.type, status: result.success ? 'sent' : 'failed' });
+    this.logged.push(deliveryRow(payload, target, result, null));
+    this.flushing ??= this.flushLog();
+    await this.flushing;
+  }
+
+  /** Writes the delivery rows of sends that ended meanwhile, together (one commit for many attempts). */
+  private async flushLog(): Promise<void> {
+    await new Promise((resolve) => setTimeout(resolve, LOG_FLUSH_MS));
+    const rows = this.logged.splice(0);
+    this.flushing = null;
     try {
-      await this.deps.db.tx((tx) => insertDeliveries(tx, [deliveryRow(payload, target, result, null)]));
+      await this.deps.db.tx((tx) => insertDeliveries(tx, rows));
     } catch (e) {
       this.deps.metrics.swallowed('notifications', 'delivery_log');
-      log.error({ err: describeError(e) }, 'writing a notification delivery row failed');
+      log.error({ err: describeError(e), rows: rows.length }, 'writing notification delivery rows failed');
     }
   }
 
@@ -275,13 +309,25 @@ function inboxRow(sub: SubscriptionRow, payload: NotificationPayload, path: stri
   };
 }
 
+interface Channels {
+  project: Map<string, ChannelRow>;
+  user: Map<string, UserChannelRow>;
+}
+
+/** The channels a batch's subscriptions name, read once for the batch. */
+async function channelsOf(ex: Executor, subs: SubscriptionRow[]): Promise<Channels> {
+  const projectIds = [...new Set(subs.flatMap((s) => s.project_channel_ids))];
+  const userIds = [...new Set(subs.flatMap((s) => s.user_channel_ids))];
+  return {
+    project: new Map((await projectChannelsById(ex, projectIds)).map((c) => [c.id, c])),
+    user: new Map((await userChannelsById(ex, userIds)).map((c) => [c.id, c])),
+  };
+}
+
 /** The active channels the winning subscriptions name: a project channel once per fire however many
  * subscriptions name it; a personal channel only its owner's subscriptions may name. */
-async function targetsOf(ex: Executor, projectId: string, winners: SubscriptionRow[]): Promise<Target[]> {
-  const projectIds = [...new Set(winners.flatMap((s) => s.project_channel_ids))];
-  const userIds = [...new Set(winners.flatMap((s) => s.user_channel_ids))];
-  const projectRows = new Map((await projectChannelsById(ex, projectIds)).map((c) => [c.id, c]));
-  const userRows = new Map((await userChannelsById(ex, userIds)).map((c) => [c.id, c]));
+function targetsOf(channels: Channels, projectId: string, winners: SubscriptionRow[]): Target[] {
+  const { project: projectRows, user: userRows } = channels;
   const out: Target[] = [];
   const seen = new Set<string>();
   for (const sub of winners) {

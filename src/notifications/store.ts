@@ -1,5 +1,6 @@
 // Queries of the notification tables, for both dialects.
 import { and, asc, desc, eq, inArray, isNull, lt, lte, or, sql, type SQL } from 'drizzle-orm';
+import { bulkWrite, type BulkWrite } from '../db/bulk.ts';
 import type { Executor } from '../db/connect.ts';
 
 export type ChannelRow = typeof import('./tables.ts').notificationChannels.sqlite.$inferSelect;
@@ -207,9 +208,16 @@ export async function forgetChannel(ex: Executor, column: 'project_channel_ids' 
 
 // --- inbox ---
 
-/** Inserts in chunks (SQLite allows some 32,000 parameters a statement). */
+const INBOX_WRITE: BulkWrite = {
+  table: 'user_notifications',
+  columns: ['id', 'user_id', 'project_id', 'subscription_id', 'trigger', 'title', 'body', 'data', 'read_at', 'created_at'],
+  json: new Set(['data']),
+  conflict: '',
+};
+
+/** Inbox rows in bulk (a fire reaches every subscriber: tens of rows at once, thousands in a burst). */
 export async function insertInboxRows(ex: Executor, rows: InboxRow[]): Promise<void> {
-  for (let i = 0; i < rows.length; i += 500) await ex.q.insert(ex.t.userNotifications).values(rows.slice(i, i + 500));
+  await bulkWrite(ex, INBOX_WRITE, rows);
 }
 
 /** Newest first, keyset on (created_at, id), with each row's project slug. */

@@ -85,6 +85,7 @@ export function notificationReactions(notifications: Notifications, db: Db): Rea
     );
   return {
     tasksStored: (projectId, events) => {
+      notifications.ingestCommitted();
       const fires = taskFires(projectId, events);
       if (fires.length > 0) notifications.fire(fires);
     },

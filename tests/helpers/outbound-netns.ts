@@ -23,6 +23,8 @@ export type Seen = {
   remote: string | null;
   headers: Record<string, string | string[] | undefined>;
   body: string;
+  /** When the request had arrived whole (ms since the epoch). */
+  at: number;
 };
 
 export type Receiver = {
@@ -42,7 +44,7 @@ export type Receiver = {
   /** Requests the receiver has seen (read over plain http on :80). */
   log(): Promise<Seen[]>;
   /** Sets the answer for `path` (query ignored), `{hang: true}` for none, or null to go back to the default. */
-  respond(path: string, answer: { status: number; body?: string } | { hang: true } | null): Promise<void>;
+  respond(path: string, answer: { status: number; body?: string; delayMs?: number } | { hang: true } | null): Promise<void>;
   /** Runs a program inside the namespace, resolving once it prints `{"ready":true}`; stopped with the receiver. */
   spawn(argv: string[]): Promise<Subprocess<'ignore', 'pipe', 'pipe'>>;
   stop(): Promise<void>;

@@ -32,9 +32,11 @@ type Seen = {
   remote: string | null;
   headers: http.IncomingHttpHeaders;
   body: string;
+  /** When the request had arrived whole (ms since the epoch). */
+  at: number;
 };
 const seen: Seen[] = [];
-type Answer = { status?: number; body?: string; hang?: boolean };
+type Answer = { status?: number; body?: string; hang?: boolean; delayMs?: number };
 const answers = new Map<string, Answer>();
 
 function handler(port: number) {
@@ -54,6 +56,7 @@ function handler(port: number) {
         remote: req.socket.remoteAddress ?? null,
         headers: req.headers,
         body: Buffer.concat(chunks).toString('utf8'),
+        at: Date.now(),
       };
       if (path === '/__log') {
         res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(seen));
@@ -71,7 +74,9 @@ function handler(port: number) {
       const scripted = answers.get(route);
       if (scripted) {
         if (scripted.hang) return;
-        res.writeHead(scripted.status ?? 200, { 'content-type': 'text/plain' }).end(scripted.body ?? '');
+        const answer = () => res.writeHead(scripted.status ?? 200, { 'content-type': 'text/plain' }).end(scripted.body ?? '');
+        if (scripted.delayMs) setTimeout(answer, scripted.delayMs);
+        else answer();
         return;
       }
       switch (route) {
