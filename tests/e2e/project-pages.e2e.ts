@@ -314,7 +314,12 @@ test("a new tab asks for the session, the projects and its page's list while the
     const url = new URL(r.url());
     if (url.pathname.startsWith('/api/')) asked.push(`${url.pathname}${url.search}`);
   });
-  const early = ['/api/v1/auth/me', '/api/v1/projects', '/api/v1/projects/default/tasks?state=failure&limit=50'].sort();
+  const early = [
+    '/api/v1/auth/me',
+    '/api/v1/projects',
+    '/api/v1/user/notifications/unread-count', // the bell's badge
+    '/api/v1/projects/default/tasks?state=failure&limit=50',
+  ].sort();
   // The script waits until those three have left: index.html's inline script sent them, not the app.
   let release = () => {};
   const held = new Promise<void>((resolve) => (release = resolve));

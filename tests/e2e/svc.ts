@@ -17,7 +17,8 @@ export interface Svc {
   stop(): Promise<void>;
 }
 
-export async function startSvc(): Promise<Svc> {
+/** `env`: more settings for this installation (SVC_* variables). */
+export async function startSvc(extraEnv: Record<string, string> = {}): Promise<Svc> {
   const binary = process.env.SVC_TEST_BINARY ?? join(root, 'dist/svc');
   if (!existsSync(binary)) throw new Error(`${binary} does not exist: run \`bun build.ts\` first`);
   const home = mkdtempSync(join(tmpdir(), 'svc-e2e-'));
@@ -30,6 +31,7 @@ export async function startSvc(): Promise<Svc> {
     SVC_ARGON2_TIME_COST: '1',
     SVC_ARGON2_PARALLELISM: '1',
     SVC_LOGIN_MIN_DURATION_MS: '0',
+    ...extraEnv,
   };
   const proc: ChildProcess = spawn(binary, ['serve', '--port', '0'], { env, stdio: ['ignore', 'pipe', 'pipe'] });
   // The JSON log goes to a file beside the home, for reading after a failure.

@@ -17,6 +17,9 @@ import { ReverifyDialog } from './ui/reverify.tsx';
 // Fetched when first shown (ui/lazy-page.ts): the account pages, administration, the audit trail, health and
 // accepting an invitation are visited now and then, the project pages and the sign-in all the time.
 const ActivityPage = lazyPage(() => import('./pages/activity.tsx').then((m) => m.ActivityPage));
+const AccountNotificationsPage = lazyPage(() =>
+  import('./pages/account/notifications.tsx').then((m) => m.AccountNotificationsPage),
+);
 const ApiKeysPage = lazyPage(() => import('./pages/account/api-keys.tsx').then((m) => m.ApiKeysPage));
 const ProfilePage = lazyPage(() => import('./pages/account/profile.tsx').then((m) => m.ProfilePage));
 const SecurityPage = lazyPage(() => import('./pages/account/security.tsx').then((m) => m.SecurityPage));
@@ -77,6 +80,7 @@ function Pages() {
         <Route path="/account" component={ProfilePage} />
         <Route path="/account/security" component={SecurityPage} />
         <Route path="/account/api-keys" component={ApiKeysPage} />
+        <Route path="/account/notifications" component={AccountNotificationsPage} />
         <Route default component={NotFoundPage} />
       </Router>
     </Shell>

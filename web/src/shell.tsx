@@ -1,11 +1,13 @@
 // The signed-in frame: a sidebar (a menu on narrow screens) with the project switcher, the current project's
-// pages, the service-wide pages and the account, and the page itself in <main>.
+// pages, the service-wide pages and the account, the notification bell (beside the name in the sidebar, in the
+// top bar on narrow screens) with its inbox, and the page itself in <main>.
 import type { ComponentChildren } from 'preact';
 import { useEffect, useRef, useState } from 'preact/hooks';
 import { useLocation } from 'preact-iso';
 import { LAST_PROJECT } from './pages/project/layout.tsx';
 import { PROJECT_SECTIONS, roleAtLeast } from './pages/project/sections.ts';
 import { me, projects, signOut } from './session.ts';
+import { Bell, InboxHost, inboxOpen, useUnreadCount } from './ui/bell.tsx';
 import { PageBoundary } from './ui/boundary.tsx';
 import { NavLink } from './ui/link.tsx';
 
@@ -19,6 +21,7 @@ const ACCOUNT_PAGES = [
   { href: '/account', label: 'Profile', exact: true },
   { href: '/account/security', label: 'Security' },
   { href: '/account/api-keys', label: 'API keys' },
+  { href: '/account/notifications', label: 'Notifications' },
 ];
 
 /** The project the sidebar shows: the one in the URL, else the last one opened, else the first. */
@@ -84,8 +87,10 @@ export function Shell(props: { children: ComponentChildren }) {
   const { path } = useLocation();
   const [menuOpen, setMenuOpen] = useState(false);
   const navigated = useRef(false);
+  useUnreadCount();
   useEffect(() => {
     setMenuOpen(false);
+    inboxOpen.value = false;
     // After client-side navigation, keyboard and screen-reader users start at the new page, not in the menu.
     if (navigated.current) document.getElementById('main')?.focus();
     navigated.current = true;
@@ -100,20 +105,26 @@ export function Shell(props: { children: ComponentChildren }) {
         <a href="/" class="brand">
           svc
         </a>
-        <button
-          type="button"
-          class="secondary menu-toggle"
-          aria-expanded={menuOpen}
-          aria-controls="sidebar"
-          onClick={() => setMenuOpen(!menuOpen)}
-        >
-          Menu
-        </button>
+        <div class="topbar-tools">
+          <Bell />
+          <button
+            type="button"
+            class="secondary menu-toggle"
+            aria-expanded={menuOpen}
+            aria-controls="sidebar"
+            onClick={() => setMenuOpen(!menuOpen)}
+          >
+            Menu
+          </button>
+        </div>
       </header>
       <nav id="sidebar" class={menuOpen ? 'sidebar open' : 'sidebar'} aria-label="Main">
-        <a href="/" class="brand wide-only">
-          svc
-        </a>
+        <div class="brand-row wide-only">
+          <a href="/" class="brand">
+            svc
+          </a>
+          <Bell />
+        </div>
         <ProjectNav path={path} />
         <Links title="Service" links={SERVICE_PAGES} />
         {user.is_admin && <Links title="Administration" links={ADMIN_PAGES} />}
@@ -136,6 +147,7 @@ export function Shell(props: { children: ComponentChildren }) {
       <main id="main" tabIndex={-1}>
         <PageBoundary resetKey={path}>{props.children}</PageBoundary>
       </main>
+      <InboxHost />
     </div>
   );
 }

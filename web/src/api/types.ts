@@ -15,6 +15,7 @@ import type {
   TrustedDevice as TrustedDeviceSchema,
 } from '../../../src/auth/schemas.ts';
 import type { CommandPage, CommandPublic, CommandStatus } from '../../../src/commands/service.ts';
+import type * as NotificationSchemas from '../../../src/notifications/schemas.ts';
 import type { InvitationPreview as InvitationPreviewSchema, Member } from '../../../src/projects/schemas.ts';
 import type { InvitationPublic, ProjectPublic, Role } from '../../../src/projects/service.ts';
 import type { QueuePublic, TaskDetail as TaskDetailSchema, TaskPage as TaskPageSchema, WorkerPublic } from '../../../src/tasks/schemas.ts';
@@ -64,3 +65,19 @@ export type ActivityItem = Static<typeof ActivityItemSchema>;
 export type ActivityPage = Static<typeof ActivityPageSchema>;
 export type AuditVerification = Static<typeof AuditVerificationSchema>;
 export type Versions = Static<typeof VersionsSchema>;
+
+// --- notifications (src/notifications/schemas.ts) ---
+export type Channel = NotificationSchemas.ChannelPublic;
+export type ChannelType = Channel['type'];
+export type ChannelTestResult = NotificationSchemas.ChannelTestResult;
+export type Subscription = NotificationSchemas.SubscriptionPublic;
+export type DefaultSubscription = NotificationSchemas.DefaultSubscriptionPublic;
+export type Filters = Subscription['filters'];
+export type Priority = NonNullable<Filters['priority']>[number];
+export type Trigger = NotificationSchemas.Trigger;
+export type InboxItem = NotificationSchemas.InboxItem;
+export type InboxPage = NotificationSchemas.InboxPage;
+export type Delivery = NotificationSchemas.DeliveryPublic;
+export type DeliveryPage = NotificationSchemas.DeliveryPage;
+export type UnreadCount = Static<typeof NotificationSchemas.UnreadCount>;
+

@@ -6,6 +6,9 @@ export type Query = Record<string, string | number | boolean | undefined | null>
 /** A GET as the arguments of `api.get`: the path below /api/v1 and its query. */
 export type ApiGet = [path: string, query?: Query];
 
+/** The bell's count of unread inbox rows (ui/bell.tsx): every signed-in page asks for it first thing. */
+export const UNREAD_COUNT_PATH = '/user/notifications/unread-count';
+
 export const ACCEPT_JSON = { accept: 'application/json' } as const;
 
 /** What the client reads of an answer: the status, and the body read in full. */

@@ -41,7 +41,10 @@ export function ErrorNotice(props: { error: ApiError | null; title?: string }) {
   const form = useContext(FormContext);
   const error = props.error;
   if (!error) return null;
-  const fields = error.fields.filter((f) => !form?.shown.has(f.path));
+  // Shown by an input: its own path, or one below an input that shows what is below it (`/config/headers/`).
+  const shownByInput = (path: string) =>
+    !!form && (form.shown.has(path) || [...form.shown].some((s) => s.endsWith('/') && path.startsWith(s)));
+  const fields = error.fields.filter((f) => !shownByInput(f.path));
   return (
     <div class="notice error" role="alert">
       <p>

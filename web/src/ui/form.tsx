@@ -17,42 +17,78 @@ interface FormProps {
   actions?: ComponentChildren;
   /** Empty the inputs after a success. */
   resetOnSuccess?: boolean;
+  /** A second action on the same inputs (a channel's "Send test"): checked, busy and failing like the submit. */
+  secondary?: { label: string; busyText?: string; run: (values: Values, form: HTMLFormElement) => Promise<void> };
   label?: string;
   class?: string;
 }
 
+/** The form's inputs by name (text values; checkboxes sharing a name are read with FormData.getAll). */
+function valuesOf(form: HTMLFormElement): Values {
+  const values: Values = {};
+  new FormData(form).forEach((v, k) => {
+    if (typeof v === 'string') values[k] = v;
+  });
+  return values;
+}
+
+/** The paths whose messages the form's own inputs show: `/name` for each, and `/name/` (everything below it) for
+ * inputs marked data-subpaths (a list in a text area, a group of checkboxes). */
+function shownPaths(form: HTMLFormElement): Set<string> {
+  const shown = new Set<string>();
+  for (const el of form.elements) {
+    const name = (el as HTMLInputElement).name;
+    if (!name) continue;
+    shown.add(`/${name}`);
+    if ((el as HTMLElement).dataset.subpaths !== undefined) shown.add(`/${name}/`);
+  }
+  return shown;
+}
+
 export function Form(props: FormProps) {
-  const [busy, setBusy] = useState(false);
+  const [busy, setBusy] = useState<'submit' | 'secondary' | null>(null);
   const [state, setState] = useState<FormState>({ error: null, shown: new Set() });
-  const onSubmit = async (e: Event) => {
-    e.preventDefault();
-    const form = e.currentTarget as HTMLFormElement;
-    const values: Values = {};
-    new FormData(form).forEach((v, k) => {
-      if (typeof v === 'string') values[k] = v;
-    });
-    setBusy(true);
+  const run = async (form: HTMLFormElement, which: 'submit' | 'secondary') => {
+    setBusy(which);
     setState({ error: null, shown: new Set() });
     try {
-      await props.onSubmit(values, form);
-      if (props.resetOnSuccess && form.isConnected) form.reset();
+      if (which === 'submit') {
+        await props.onSubmit(valuesOf(form), form);
+        if (props.resetOnSuccess && form.isConnected) form.reset();
+      } else await props.secondary!.run(valuesOf(form), form);
     } catch (err) {
       // The inputs this form has show their own field messages; the notice lists the rest.
-      const names = [...form.elements].map((el) => `/${(el as HTMLInputElement).name}`);
-      setState({ error: asApiError(err), shown: new Set(names) });
+      setState({ error: asApiError(err), shown: shownPaths(form) });
     } finally {
-      setBusy(false);
+      setBusy(null);
     }
+  };
+  const onSubmit = (e: Event) => {
+    e.preventDefault();
+    void run(e.currentTarget as HTMLFormElement, 'submit');
   };
   return (
     <FormContext.Provider value={state}>
-      <form class={props.class ?? 'form'} onSubmit={onSubmit} aria-label={props.label} aria-busy={busy}>
+      <form class={props.class ?? 'form'} onSubmit={onSubmit} aria-label={props.label} aria-busy={busy !== null}>
         {props.children}
         <ErrorNotice error={state.error} />
         <div class="actions">
-          <button type="submit" class="primary" disabled={busy}>
-            {busy ? (props.busyText ?? 'Working…') : props.submit}
+          <button type="submit" class="primary" disabled={busy !== null}>
+            {busy === 'submit' ? (props.busyText ?? 'Working…') : props.submit}
           </button>
+          {props.secondary && (
+            <button
+              type="button"
+              class="secondary"
+              disabled={busy !== null}
+              onClick={(e) => {
+                const form = (e.currentTarget as HTMLButtonElement).form!;
+                if (form.reportValidity()) void run(form, 'secondary');
+              }}
+            >
+              {busy === 'secondary' ? (props.secondary.busyText ?? 'Working…') : props.secondary.label}
+            </button>
+          )}
           {props.actions}
         </div>
       </form>
@@ -65,7 +101,7 @@ interface TextFieldProps {
   label: string;
   name: string;
   hint?: ComponentChildren;
-  type?: 'text' | 'email' | 'password' | 'number' | 'search' | 'url';
+  type?: 'text' | 'email' | 'password' | 'number' | 'search' | 'url' | 'datetime-local';
   defaultValue?: string;
   required?: boolean;
   autoFocus?: boolean;
@@ -148,11 +184,26 @@ export function SelectField(props: {
 
 export function CheckboxField(props: { label: string; name: string; checked?: boolean; hint?: string; value?: string }) {
   const id = useId();
+  const form = useContext(FormContext);
+  const message = form?.error?.fieldMessage(props.name);
   return (
     <div class="field check">
-      <input id={id} type="checkbox" name={props.name} value={props.value ?? 'on'} defaultChecked={props.checked} />
+      <input
+        id={id}
+        type="checkbox"
+        name={props.name}
+        value={props.value ?? 'on'}
+        defaultChecked={props.checked}
+        aria-invalid={message ? true : undefined}
+        aria-describedby={message ? `${id}-error` : undefined}
+      />
       <label for={id}>{props.label}</label>
       {props.hint && <p class="hint">{props.hint}</p>}
+      {message && (
+        <p class="field-error" id={`${id}-error`}>
+          {sentence(message)}
+        </p>
+      )}
     </div>
   );
 }

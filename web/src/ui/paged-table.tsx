@@ -15,10 +15,24 @@ export function PagedSection<T>(props: {
   columns: string[];
   empty: ComponentChildren;
   row: (item: T) => ComponentChildren;
+  /** More header buttons beside Refresh. */
+  actions?: ComponentChildren;
 }) {
   const p = props.paged;
   return (
-    <Section title={props.title} actions={<RefreshButton onRefresh={p.reload} />}>
+    <Section
+      title={props.title}
+      actions={
+        props.actions ? (
+          <div class="page-actions">
+            <RefreshButton onRefresh={p.reload} />
+            {props.actions}
+          </div>
+        ) : (
+          <RefreshButton onRefresh={p.reload} />
+        )
+      }
+    >
       {!p.loaded ? (
         <p class="muted" aria-busy="true">
           Loading…

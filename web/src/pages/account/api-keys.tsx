@@ -16,6 +16,8 @@ const SCOPE_TEXT: Record<string, string> = {
   'tasks:read': 'read tasks, workers and queues',
   'commands:read': 'read commands',
   'commands:write': 'issue commands (implies read)',
+  'notifications:read': 'read notification channels, subscriptions, the inbox and delivery logs',
+  'notifications:write': 'change and test them, mark the inbox read (implies read)',
   'users:read': 'read users (administrators)',
   'admin:*': 'everything a key may reach (administrators)',
 };

@@ -31,8 +31,10 @@ export interface ProjectSection {
   component: FunctionComponent<ProjectPageProps>;
 }
 
-// Fetched when first shown (ui/lazy-page.ts): only project admins open it, and seldom.
+// Fetched when first shown (ui/lazy-page.ts): only project admins open them, and seldom (members see the
+// notification channels too, now and then).
 const ProjectMembers = lazyPage(() => import('./members.tsx').then((m) => m.ProjectMembers));
+const ProjectNotifications = lazyPage(() => import('./notifications.tsx').then((m) => m.ProjectNotifications));
 
 export const PROJECT_SECTIONS: ProjectSection[] = [
   { path: '', label: 'Overview', component: ProjectOverview },
@@ -44,6 +46,7 @@ export const PROJECT_SECTIONS: ProjectSection[] = [
   { path: 'commands/:command_id', title: 'Command', component: CommandDetail },
   { path: 'workers', label: 'Workers', component: ProjectWorkers },
   { path: 'queues', label: 'Queues', component: ProjectQueues },
+  { path: 'notifications', label: 'Notifications', component: ProjectNotifications },
   { path: 'members', label: 'Members', minRole: 'admin', component: ProjectMembers },
 ];
 
