@@ -85,6 +85,7 @@ CREATE TABLE notification_deliveries (
   channel_name TEXT NOT NULL,
   channel_type TEXT NOT NULL,
   trigger TEXT NOT NULL,
+  task_engine TEXT,
   task_id TEXT,
   task_name TEXT,
   status TEXT NOT NULL CHECK (status IN ('sent', 'failed')),

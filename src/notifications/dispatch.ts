@@ -103,6 +103,11 @@ export class Notifications {
     };
   }
 
+  /** Fires waiting, sends under way and the queue's bound (deep health). */
+  status(): { queued: number; limit: number; sending: number } {
+    return { queued: this.queue.length, limit: QUEUE_LIMIT, sending: this.sends.size };
+  }
+
   /** Queues fires; returns at once. */
   fire(fires: readonly Fire[]): void {
     const room = QUEUE_LIMIT - this.queue.length;
@@ -368,6 +373,7 @@ export function deliveryRow(
     channel_name: target.name,
     channel_type: target.type,
     trigger: payload.trigger,
+    task_engine: payload.engine,
     task_id: payload.task_id,
     task_name: payload.task_name,
     status: result.success ? 'sent' : 'failed',

@@ -95,12 +95,13 @@ export const notificationRoutes = (ctx: AppContext) => {
     )
     .post('/channels/test', ({ request, body }) => testProjectChannel(n, who(request).project, null, body, who(request).actor), {
       ...guarded(ctx, {
-        summary: 'Send a test notification through an unsaved config (not saved; a test.dispatch delivery row and an audit row are written)',
+        summary:
+          'Send a test notification through an unsaved config (not saved; a test.dispatch delivery row and an audit row are written); with channel_id, masked secrets are the saved channel\'s',
         access: ADMIN,
         params: Path,
         body: UnsavedChannel,
         ok: ChannelTestResult,
-        errors: CONFIG_ERRORS,
+        errors: { 404: ['not_found'], ...CONFIG_ERRORS },
       }),
     })
     .patch(

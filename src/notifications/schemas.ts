@@ -135,6 +135,7 @@ export const DeliveryPublic = Answer(
     channel_name: Type.String(),
     channel_type: Type.String(),
     trigger: Type.String(),
+    task_engine: Nullable(Type.String()),
     task_id: Nullable(Type.String()),
     task_name: Nullable(Type.String()),
     status: Type.Union([Type.Literal('sent'), Type.Literal('failed')]),
@@ -154,7 +155,11 @@ export const DeliveriesCleared = Answer({ deleted: Type.Integer() }, 'Deliveries
 
 export const NewChannel = Body({ name: ChannelName, type: ChannelType, config: Config, is_active: Type.Optional(Type.Boolean()) });
 export const ChannelPatch = Body({ name: Type.Optional(ChannelName), config: Type.Optional(Config), is_active: Type.Optional(Type.Boolean()) });
-export const UnsavedChannel = Body({ type: ChannelType, config: Config });
+export const UnsavedChannel = Body({
+  type: ChannelType,
+  config: Config,
+  channel_id: Type.Optional(Uuid),
+});
 export const ImportFromUser = Body({ user_channel_id: Uuid, name: Type.Optional(ChannelName) });
 export const ImportFromProject = Body({ project_slug: Type.String({ minLength: 1, maxLength: 63 }), channel_id: Uuid, name: Type.Optional(ChannelName) });
 

@@ -277,17 +277,31 @@ async function runTest(n: Notifications, t: TestTarget, actor: Actor): Promise<C
   return { success: result.success, status_code: result.status_code ?? 0, error: result.error, response_body: result.response_body };
 }
 
-export async function testProjectChannel(n: Notifications, project: Project, id: string | null, unsaved: { type: string; config: Record<string, unknown> } | null, actor: Actor) {
+/** An unsaved config to test; with `channel_id` (an edit of a saved channel) masked secrets are the stored ones. */
+export interface UnsavedTest {
+  type: string;
+  config: Record<string, unknown>;
+  channel_id?: string;
+}
+
+/** The config of an edit form as it would be saved. */
+async function unsavedConfig(n: Notifications, unsaved: UnsavedTest, stored: () => Promise<ChannelRow | UserChannelRow>) {
+  const base = unsaved.channel_id ? await stored() : null;
+  const config = base && base.type === unsaved.type ? keepMaskedSecrets(unsaved.type, unsaved.config, base.config) : unsaved.config;
+  return { id: '', name: '(unsaved)', type: unsaved.type, config: await checkConfig(unsaved.type, config, n.sendOptions()) };
+}
+
+export async function testProjectChannel(n: Notifications, project: Project, id: string | null, unsaved: UnsavedTest | null, actor: Actor) {
   const channel = id
     ? await projectChannelOr404(n.deps.db, project.id, id)
-    : { id: '', name: '(unsaved)', type: unsaved!.type, config: await checkConfig(unsaved!.type, unsaved!.config, n.sendOptions()) };
+    : await unsavedConfig(n, unsaved!, () => projectChannelOr404(n.deps.db, project.id, unsaved!.channel_id!));
   return runTest(n, { project, userId: null, channel: { kind: 'project', ...pick(channel) }, action: 'notifications.channel.test' }, actor);
 }
 
-export async function testUserChannel(n: Notifications, userId: string, id: string | null, unsaved: { type: string; config: Record<string, unknown> } | null, actor: Actor) {
+export async function testUserChannel(n: Notifications, userId: string, id: string | null, unsaved: UnsavedTest | null, actor: Actor) {
   const channel = id
     ? await userChannelOr404(n.deps.db, userId, id)
-    : { id: '', name: '(unsaved)', type: unsaved!.type, config: await checkConfig(unsaved!.type, unsaved!.config, n.sendOptions()) };
+    : await unsavedConfig(n, unsaved!, () => userChannelOr404(n.deps.db, userId, unsaved!.channel_id!));
   return runTest(n, { project: null, userId, channel: { kind: 'user', ...pick(channel) }, action: 'user_notifications.channel.test' }, actor);
 }
 
@@ -575,6 +589,7 @@ const deliveryPublic = (d: DeliveryRow): DeliveryPublic => ({
   channel_name: d.channel_name,
   channel_type: d.channel_type,
   trigger: d.trigger,
+  task_engine: d.task_engine,
   task_id: d.task_id,
   task_name: d.task_name,
   status: d.status,

@@ -90,6 +90,7 @@ export const notificationDeliveries = defineTable('notification_deliveries', {
   channel_name: col.text('channel_name').notNull(),
   channel_type: col.text('channel_type').notNull(),
   trigger: col.text('trigger').notNull(),
+  task_engine: col.text('task_engine'),
   task_id: col.text('task_id'),
   task_name: col.text('task_name'),
   status: col.text('status').$type<DeliveryStatus>().notNull(),

@@ -99,7 +99,13 @@ export const userNotificationRoutes = (ctx: AppContext) => {
       },
     )
     .post('/channels/test', ({ request, body }) => testUserChannel(n, me(request).userId, null, body, me(request).actor), {
-      ...guarded(ctx, { summary: 'Send a test notification through an unsaved config', access: WRITE, body: UnsavedChannel, ok: ChannelTestResult, errors: CONFIG_ERRORS }),
+      ...guarded(ctx, {
+        summary: "Send a test notification through an unsaved config; with channel_id, masked secrets are that channel's",
+        access: WRITE,
+        body: UnsavedChannel,
+        ok: ChannelTestResult,
+        errors: { 404: ['not_found'], ...CONFIG_ERRORS },
+      }),
     })
     .patch('/channels/:channel_id', ({ request, params, body }) => patchUserChannel(n, me(request).userId, params.channel_id, body, me(request).actor), {
       ...guarded(ctx, {

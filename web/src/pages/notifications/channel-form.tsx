@@ -272,11 +272,6 @@ export function configOf(
   return config;
 }
 
-/** Whether a secret input still holds the saved (masked) value. */
-export function keepsMaskedSecret(type: ChannelType, values: Values, saved: Record<string, unknown>): boolean {
-  return INPUTS[type].some((i) => i.kind === 'secret' && saved[i.key] !== undefined && values[name(i.key)] === saved[i.key]);
-}
-
 /** Where a channel sends, in a few words (no secret: those are masked anyway). */
 export function destinationOf(c: Channel): string {
   const cfg = c.config;

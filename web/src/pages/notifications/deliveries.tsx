@@ -16,8 +16,7 @@ import { PagedSection } from '../../ui/paged-table.tsx';
 const PAGE = 50;
 const TEST_TRIGGER = 'test.dispatch';
 
-/** The task a delivery was about. The log names the task but not its engine, so the link opens the project's
- * tasks filtered by the task's name rather than the task's own page. */
+/** The task a delivery was about, linking to its page. */
 function TaskCell(props: { d: Delivery }) {
   const { d } = props;
   if (d.trigger === TEST_TRIGGER || !d.task_id) return <span class="muted">-</span>;
@@ -26,7 +25,7 @@ function TaskCell(props: { d: Delivery }) {
   return (
     <>
       {slug ? (
-        <a href={`/projects/${encodeURIComponent(slug)}/tasks?name=${encodeURIComponent(d.task_name ?? '')}`}>{label}</a>
+        <a href={`/projects/${encodeURIComponent(slug)}/tasks/${encodeURIComponent(d.task_engine ?? '')}/${encodeURIComponent(d.task_id)}`}>{label}</a>
       ) : (
         label
       )}
