@@ -8,6 +8,7 @@ import { checkCommand, doctorCommand, statusCommand } from './cli/inspect.ts';
 import { out, program, run } from './cli/kit.ts';
 import { migrateGroup } from './cli/migrate.ts';
 import { tlsGroup } from './cli/tls.ts';
+import { registerUpgrade } from './cli/upgrade.ts';
 import { bootstrapAdminCommand, changePasswordCommand, resetMfaCommand, resetSetupCommand } from './cli/users.ts';
 import { serve } from './server/serve.ts';
 import { VERSION } from './version.ts';
@@ -61,6 +62,7 @@ function topLevel() {
     .command('init', 'write $SVC_HOME/config.env with every tunable at its default')
     .option('--force', 'overwrite an existing file')
     .action(initCommand);
+  registerUpgrade(cli);
   for (const [name, group] of Object.entries(GROUPS)) cli.command(`${name} [...subcommand]`, group.description);
   return cli;
 }

@@ -276,6 +276,17 @@ export const SETTINGS = {
     description: 'Release manifest for `svc upgrade` and the admin version check; empty turns the check off.',
     maxLength: 2048,
   }),
+  SVC_UPDATE_PUBLIC_KEY: str({
+    description:
+      'Ed25519 public key (base64 of its 32 bytes) that must have signed the release manifest (detached, at its URL + `.sig`) before `svc upgrade --apply` installs anything; empty checks only the SHA-256 the manifest names, and then --apply needs an https manifest.',
+    maxLength: 128,
+  }),
+  SVC_UPDATE_DOWNLOAD_TIMEOUT_SECONDS: int({
+    default: 600,
+    min: 10,
+    max: 3600,
+    description: 'Time allowed for `svc upgrade --apply` to download the new binary.',
+  }),
   SVC_AGENT_HEALTH_RETENTION_DAYS: int({
     default: 7,
     min: 1,

@@ -1,7 +1,8 @@
 // The one HTTP client for requests the service makes to user-configured URLs
-// (audit forwarder, notification webhooks, version check). It re-runs the
+// (audit forwarder, notification webhooks, version check, `svc upgrade`). It re-runs the
 // destination policy at dispatch, connects to the address it just checked,
-// never follows a redirect, reads at most a few KiB of the answer and gives
+// never follows a redirect, reads at most a capped part of the answer (a few
+// KiB unless the caller asks for more: release binaries) and gives
 // up after one overall deadline. Failures come back as values: a forwarder
 // that drops a row must not have to unwind an exception to do it.
 //
@@ -68,6 +69,22 @@ const fail = (reason: FailureReason, message: string): GuardedFailure => ({ ok: 
 
 /** Sends one request under the outbound policy. Never throws. */
 export async function guardedFetch(url: string | URL, init: GuardedInit = {}): Promise<GuardedResult> {
+  const r = await exchange(url, init);
+  if (!r.ok) return r;
+  const { bytes, ...rest } = r;
+  // A cut may split a UTF-8 sequence; the decoder then ends in U+FFFD.
+  return { ...rest, body: new TextDecoder().decode(bytes) };
+}
+
+/** An answer whose body is kept as bytes (a release binary, a signed manifest). */
+export type GuardedBytesResponse = Omit<GuardedResponse, 'body'> & { bytes: Uint8Array<ArrayBuffer> };
+
+/** guardedFetch, with the (capped) body as bytes rather than text. Never throws. */
+export function guardedFetchBytes(url: string | URL, init: GuardedInit = {}): Promise<GuardedBytesResponse | GuardedFailure> {
+  return exchange(url, init);
+}
+
+async function exchange(url: string | URL, init: GuardedInit): Promise<GuardedBytesResponse | GuardedFailure> {
   const timeoutMs = init.timeoutMs ?? DEFAULT_TIMEOUT_MS;
   const maxBytes = Math.max(0, init.maxResponseBytes ?? DEFAULT_MAX_RESPONSE_BYTES);
   const deadline = AbortSignal.timeout(timeoutMs);
@@ -129,16 +146,16 @@ export async function guardedFetch(url: string | URL, init: GuardedInit = {}): P
   }
 
   try {
-    const { body, truncated } = await readCapped(response, maxBytes);
-    return { ok: true, status: response.status, headers: response.headers, body, truncated };
+    const { bytes, truncated } = await readCapped(response, maxBytes);
+    return { ok: true, status: response.status, headers: response.headers, bytes, truncated };
   } catch (e) {
     return stopped() ?? describeError(e);
   }
 }
 
 /** Reads at most `max` bytes of the body and drops the connection past that. */
-async function readCapped(response: Response, max: number): Promise<{ body: string; truncated: boolean }> {
-  if (!response.body) return { body: '', truncated: false };
+async function readCapped(response: Response, max: number): Promise<{ bytes: Uint8Array<ArrayBuffer>; truncated: boolean }> {
+  if (!response.body) return { bytes: new Uint8Array(0), truncated: false };
   const reader = response.body.getReader();
   const chunks: Uint8Array[] = [];
   let total = 0;
@@ -169,8 +186,7 @@ async function readCapped(response: Response, max: number): Promise<{ body: stri
     bytes.set(c, at);
     at += c.byteLength;
   }
-  // A cut may split a UTF-8 sequence; the decoder then ends in U+FFFD.
-  return { body: new TextDecoder().decode(bytes), truncated };
+  return { bytes, truncated };
 }
 
 const TLS_CODE = /TLS|SSL|CERT|UNABLE_TO_(GET|VERIFY)|SELF_SIGNED|DEPTH_ZERO|HOSTNAME|ALTNAME/i;

@@ -32,6 +32,7 @@ describe('help and usage errors', () => {
       ['allowed-hosts'],
       ['allowed-hosts', 'add'],
       ['tls', 'self-signed'],
+      ['upgrade'],
     ];
     for (const cmd of commands) {
       for (const flag of ['-h', '--help']) {

@@ -43,8 +43,12 @@ export type Receiver = {
   certDir: string;
   /** Requests the receiver has seen (read over plain http on :80). */
   log(): Promise<Seen[]>;
-  /** Sets the answer for `path` (query ignored), `{hang: true}` for none, or null to go back to the default. */
-  respond(path: string, answer: { status: number; body?: string; delayMs?: number } | { hang: true } | null): Promise<void>;
+  /** Sets the answer for `path` (query ignored), `{hang: true}` for none, or null to go back to the default.
+   * `file` (a path on this machine) answers with that file's bytes instead of `body`; `headers` are added to the answer. */
+  respond(
+    path: string,
+    answer: { status: number; body?: string; file?: string; headers?: Record<string, string>; delayMs?: number } | { hang: true } | null,
+  ): Promise<void>;
   /** Runs a program inside the namespace, resolving once it prints `{"ready":true}`; stopped with the receiver. */
   spawn(argv: string[]): Promise<Subprocess<'ignore', 'pipe', 'pipe'>>;
   stop(): Promise<void>;

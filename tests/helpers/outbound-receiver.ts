@@ -11,6 +11,8 @@
 // listen. Every request is recorded; GET /__log on :80 returns the record. POST /__respond on :80
 // with `{path, status, body}` (or `{path, hang: true}`, or `{path}` alone to forget it) sets the
 // answer for one path (query ignored): tests of fixed provider paths choose success or failure.
+// `{path, status, file}` answers with the bytes of that file (read at each request) as
+// application/octet-stream: release binaries for `svc upgrade`; `headers` adds response headers.
 import { readFileSync } from 'node:fs';
 import http from 'node:http';
 import https from 'node:https';
@@ -36,7 +38,7 @@ type Seen = {
   at: number;
 };
 const seen: Seen[] = [];
-type Answer = { status?: number; body?: string; hang?: boolean; delayMs?: number };
+type Answer = { status?: number; body?: string; file?: string; headers?: Record<string, string>; hang?: boolean; delayMs?: number };
 const answers = new Map<string, Answer>();
 
 function handler(port: number) {
@@ -74,7 +76,10 @@ function handler(port: number) {
       const scripted = answers.get(route);
       if (scripted) {
         if (scripted.hang) return;
-        const answer = () => res.writeHead(scripted.status ?? 200, { 'content-type': 'text/plain' }).end(scripted.body ?? '');
+        const answer = () =>
+          scripted.file !== undefined
+            ? res.writeHead(scripted.status ?? 200, { 'content-type': 'application/octet-stream', ...scripted.headers }).end(readFileSync(scripted.file))
+            : res.writeHead(scripted.status ?? 200, { 'content-type': 'text/plain', ...scripted.headers }).end(scripted.body ?? '');
         if (scripted.delayMs) setTimeout(answer, scripted.delayMs);
         else answer();
         return;
