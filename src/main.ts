@@ -6,6 +6,7 @@ import { auditGroup } from './cli/audit.ts';
 import { configGroup, initCommand } from './cli/config.ts';
 import { checkCommand, doctorCommand, statusCommand } from './cli/inspect.ts';
 import { out, program, run } from './cli/kit.ts';
+import { metricsTokenGroup } from './cli/metrics-token.ts';
 import { migrateGroup } from './cli/migrate.ts';
 import { tlsGroup } from './cli/tls.ts';
 import { registerUpgrade } from './cli/upgrade.ts';
@@ -19,6 +20,7 @@ const GROUPS: Record<string, { description: string; run: (args: string[]) => Pro
   'allowed-hosts': { description: 'manage the persistent Host allow-list', run: allowedHostsGroup },
   tls: { description: 'self-signed certificate for serving https without a proxy', run: tlsGroup },
   audit: { description: 'verify the audit chain, export its head, maintain its keys and state', run: auditGroup },
+  'metrics-token': { description: 'print or rotate the bearer token gating /metrics', run: metricsTokenGroup },
 };
 
 function topLevel() {

@@ -5,6 +5,7 @@
 import { authorize } from '../auth/guards.ts';
 import type { Principal } from '../auth/principal.ts';
 import { contract, type Contract, type ContractOptions, type Role } from '../http/contract.ts';
+import { bearsMetricsToken } from '../metrics/token.ts';
 import { projectAccess, type ProjectAccess } from '../projects/service.ts';
 import type { AppContext } from '../server/context.ts';
 
@@ -42,6 +43,8 @@ export function guarded<C extends Contract>(ctx: AppContext, c: C, roleFor?: (bo
   return {
     ...options,
     beforeHandle: async ({ request, params, body }) => {
+      // The metrics token admits where the contract says so; such a caller has no principal.
+      if (access.metricsToken && bearsMetricsToken(ctx.config, request)) return;
       const who = await authorize(ctx, request, access.user);
       if (!access.project) {
         grants.set(request, { who });

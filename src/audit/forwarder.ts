@@ -12,7 +12,7 @@ import { logger } from '../lib/log.ts';
 import { sortedJson } from '../lib/sorted-json.ts';
 import type { Metrics } from '../metrics/registry.ts';
 import type { AuditRow } from './canonical.ts';
-import type { RowSink } from './service.ts';
+import type { RowSink, SinkStatus } from './service.ts';
 
 const log = logger('audit_forwarder');
 const MODULE = 'audit_forwarder';
@@ -84,6 +84,7 @@ export class AuditForwarder implements RowSink {
   /** Checks the destination once (a failure is a warning: rows are then
    * dropped at dispatch) and starts the drain loop. */
   async start(): Promise<void> {
+    this.metrics.swallowedSites(MODULE, ['queue_full', 'ssrf_or_dns', 'send_one', 'shutdown_lost']);
     const check = await checkDestination(this.options.url, { allowHttp: this.options.allowHttp, resolver: this.options.client?.resolver });
     if (check.ok) log.info({ buffer: this.options.capacity }, 'audit forwarder started');
     else log.warn({ reason: check.reason, detail: check.message }, 'audit webhook URL fails the outbound policy; every row will be dropped');
@@ -98,6 +99,10 @@ export class AuditForwarder implements RowSink {
     this.queue.push(row);
     this.wake?.();
     return true;
+  }
+
+  status(): SinkStatus {
+    return { queued: this.queue.length, capacity: this.options.capacity, dropped: this.drops, stopped: this.stopped };
   }
 
   private drop(site: string): void {

@@ -9,6 +9,16 @@ import { Keyring } from './keyring.ts';
 export interface RowSink {
   /** Takes a committed row; must return at once (best-effort, never throws). */
   enqueue(row: AuditRow): void;
+  /** How the sink is doing (deep health). */
+  status(): SinkStatus;
+}
+
+export interface SinkStatus {
+  queued: number;
+  capacity: number;
+  /** Rows dropped since start, whatever the reason. */
+  dropped: number;
+  stopped: boolean;
 }
 
 export class AuditService {
@@ -21,6 +31,11 @@ export class AuditService {
   }
 
   /** Where committed rows are mirrored (the webhook forwarder). */
+  /** The forwarder's status, or null when none is configured. */
+  sinkStatus(): SinkStatus | null {
+    return this.sink?.status() ?? null;
+  }
+
   setSink(sink: RowSink | null): void {
     this.sink = sink;
   }

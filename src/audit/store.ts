@@ -152,6 +152,11 @@ export async function writeRowsAndState(ex: Executor, rows: AuditRow[], state: S
   ]);
 }
 
+/** Whether the log holds no row at all (one index probe, not a count). */
+export async function auditIsEmpty(ex: Executor): Promise<boolean> {
+  return (await ex.query('SELECT 1 AS one FROM audit_log LIMIT 1', [])).length === 0;
+}
+
 export async function countRows(ex: Executor): Promise<number> {
   const [r] = await ex.all<{ n: number }>(sql`SELECT COUNT(*) AS n FROM audit_log`);
   return Number(r!.n);

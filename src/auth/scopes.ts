@@ -7,6 +7,7 @@ export const SCOPES = [
   'tasks:read',
   'commands:read',
   'commands:write',
+  'health:read',
   'notifications:read',
   'notifications:write',
   'users:read',

@@ -9,6 +9,8 @@ export interface HomePaths {
   allowedHosts: string;
   sqliteDefault: string;
   tlsDir: string;
+  /** Files of the running service's processes (each `--workers` process's metrics). */
+  runDir: string;
 }
 
 export function homePaths(env: Record<string, string | undefined> = process.env): HomePaths {
@@ -20,5 +22,6 @@ export function homePaths(env: Record<string, string | undefined> = process.env)
     allowedHosts: join(home, 'allowed-hosts'),
     sqliteDefault: join(home, 'svc.db'),
     tlsDir: join(home, 'tls'),
+    runDir: join(home, 'run'),
   };
 }

@@ -47,10 +47,16 @@ export interface Tx extends Executor {
   afterCommit(fn: () => void): void;
 }
 
+/** Where SQLite's WAL checkpoints run: the worker thread, inline after commits
+ * (a process without the thread), inline because the thread failed, or
+ * nowhere (PostgreSQL). */
+export type CheckpointMode = 'thread' | 'inline' | 'fallback' | 'none';
+
 export interface Db extends Executor {
   readonly target: DatabaseTarget;
   tx<T>(fn: (tx: Tx) => Promise<T>): Promise<T>;
   ping(): Promise<void>;
+  checkpoints(): CheckpointMode;
   close(): Promise<void>;
 }
 
@@ -180,10 +186,14 @@ function openSqlite(target: Extract<DatabaseTarget, { dialect: 'sqlite' }>, opti
     ping: async () => {
       readerConn.prepare('SELECT 1').get();
     },
+    checkpoints: () => checkpointer?.mode() ?? 'inline',
     close: async () => {
       await checkpointer?.stop();
-      readerConn.close();
-      writerConn.close();
+      // close(true) finalizes the cached statements and releases the file now;
+      // close() would keep the connections (and their locks) until those are
+      // garbage collected.
+      readerConn.close(true);
+      writerConn.close(true);
     },
   };
 }
@@ -196,7 +206,7 @@ const RESUME_WAIT_MS = 2000;
 
 /** Moves the WAL checkpoints of `writer`'s database to a worker thread. Should
  * the thread fail, the writer checkpoints inline again (SQLite's default). */
-function startCheckpointer(path: string, writer: Database, writes: Mutex, restartAboveBytes: number): { stop(): Promise<void> } {
+function startCheckpointer(path: string, writer: Database, writes: Mutex, restartAboveBytes: number): { stop(): Promise<void>; mode(): CheckpointMode } {
   const worker = new Worker(workerEntry('db/checkpointer'));
   const order = (o: CheckpointerOrder) => worker.postMessage(o);
   writer.exec('PRAGMA wal_autocheckpoint = 0');
@@ -227,7 +237,9 @@ function startCheckpointer(path: string, writer: Database, writes: Mutex, restar
     } else if (event.data === 'resume-writes') resumeWrites();
     else if (event.data === 'stopped') stopped?.();
   };
+  let failed = false;
   worker.onerror = (event) => {
+    failed = true;
     log.error({ err: event.message }, 'the WAL checkpoint thread failed; checkpointing inline again');
     writer.exec('PRAGMA wal_autocheckpoint = 1000');
     worker.terminate();
@@ -237,6 +249,7 @@ function startCheckpointer(path: string, writer: Database, writes: Mutex, restar
   const start: CheckpointerStart = { path, intervalMs: CHECKPOINT_INTERVAL_MS, restartAboveBytes };
   order(start);
   return {
+    mode: () => (failed ? 'fallback' : gone ? 'inline' : 'thread'),
     stop: () =>
       new Promise<void>((resolve) => {
         const done = () => {
@@ -289,6 +302,7 @@ function openPostgres(target: Extract<DatabaseTarget, { dialect: 'postgres' }>, 
     ping: async () => {
       await client`SELECT 1`;
     },
+    checkpoints: () => 'none',
     close: async () => {
       await client.end({ timeout: 5 });
     },

@@ -2,6 +2,7 @@
 // route, JSON body parsing with a size cap, the one error envelope for every
 // failure, security headers, access logs, then each area's routes.
 import { Elysia } from 'elysia';
+import { isDatabaseUnavailable } from '../db/unavailable.ts';
 import { describeError } from '../lib/errors.ts';
 import { logger } from '../lib/log.ts';
 import type { AppContext } from '../server/context.ts';
@@ -33,8 +34,10 @@ export function bodyLimitFor(ctx: AppContext, path: string): number {
 export function buildApp(ctx: AppContext, modules: RouteModule[], options: AppOptions = {}) {
   // normalize off: Elysia would strip unknown body fields before validation,
   // hiding them from the closed schemas of http/schemas.ts.
+  const started = new WeakMap<Request, number>();
   const app = new Elysia({ normalize: false })
     .onRequest(({ request, set }) => {
+      started.set(request, performance.now());
       const requestId = requestIdOf(request);
       set.headers['x-request-id'] = requestId;
       set.headers['x-content-type-options'] = 'nosniff';
@@ -92,11 +95,19 @@ export function buildApp(ctx: AppContext, modules: RouteModule[], options: AppOp
         }
         return errorResponse(new ApiError(404, 'not_found', `no route for ${request.method} ${url.pathname}`), requestId);
       }
+      if (isDatabaseUnavailable(error)) {
+        log.warn({ request_id: requestId, err: describeError(error).code }, 'database unavailable');
+        return errorResponse(new ApiError(503, 'database_unavailable', 'the database is not answering; try again shortly', {}, { 'retry-after': '2' }), requestId);
+      }
       log.error({ request_id: requestId, err: describeError(error), code }, 'unhandled error');
       return errorResponse(new ApiError(500, 'internal_error', 'internal error; the request id identifies it in the logs'), requestId);
     })
-    .onAfterResponse(({ request, set, responseValue }) => {
+    .onAfterResponse((context) => {
+      const { request, set, responseValue } = context;
       const status = responseValue instanceof Response ? responseValue.status : Number(set.status ?? 200);
+      // The route's pattern, never the raw path (unbounded label values); the dashboard's files are one route.
+      const route = (context as { route?: string }).route ?? (isApiPath(new URL(request.url).pathname) ? 'unmatched' : 'dashboard');
+      ctx.metrics.observeRequest(request.method, route, status, (performance.now() - (started.get(request) ?? performance.now())) / 1000);
       log.debug({ request_id: requestIdOf(request), method: request.method, path: new URL(request.url).pathname, status }, 'request');
     });
   for (const module of modules) app.use(module(ctx));

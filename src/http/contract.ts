@@ -23,8 +23,10 @@ export type Role = 'viewer' | 'operator' | 'admin';
 export type Access =
   /** Anyone; the handler may still look at a credential (setup status, invitation preview). */
   | { public: true }
-  /** A signed-in user (session or API key) meeting `user`, and with `project` a role in the path's project. */
-  | { user: AccessRule; project?: Role; projectRoleMayRise?: true }
+  /** A signed-in user (session or API key) meeting `user`, and with `project` a role in the path's project;
+   * with `metricsToken` the metrics bearer token admits too (monitoring reads health with it, even while the
+   * database that holds sessions and keys is down). */
+  | { user: AccessRule; project?: Role; projectRoleMayRise?: true; metricsToken?: true }
   /** An agent's bearer token (the long-poll transport: its own checks, its own failures in `errors`). */
   | { agent: true }
   /** The metrics bearer token. */
@@ -111,6 +113,8 @@ export function failuresOf(c: Contract, method: string, path: string): Map<numbe
   // Every route: the Host allow-list; API routes also the start-up gate.
   add(400, 'host_not_allowed');
   if (isStartGated(path)) add(503, 'starting');
+  // Whatever reads the database answers 503 while it cannot be reached (the probes answer for themselves).
+  if (path !== '/api/v1/health' && path !== '/api/v1/health/ready') add(503, 'database_unavailable');
   const own = c.checkedByHandler ?? {};
   if (c.params || c.query || c.body || own.body || own.query || own.headers) add(422, 'validation_failed');
   if (c.body || own.body) {

@@ -85,7 +85,7 @@ function security(c: Contract, method: string): Json[] | undefined {
   if ('public' in a) return undefined;
   const session = method === 'GET' ? { session: [] } : { session: [], csrf: [] };
   const keys = a.user.scope && !a.user.freshMfa ? [{ apiKey: [a.user.scope] }] : [];
-  return [session, ...keys];
+  return [session, ...keys, ...(a.metricsToken ? [{ metricsToken: [] }] : [])];
 }
 
 function parameters(c: Contract, schemas: Schemas): Json[] {
@@ -111,10 +111,12 @@ function responses(c: Contract, method: string, path: string, schemas: Schemas):
   }
   const envelope = schemas.ref(ErrorEnvelope);
   for (const [code, errors] of [...failuresOf(c, method, path)].sort(([a], [b]) => a - b)) {
-    const schema = { allOf: [envelope, { type: 'object', properties: { error: { enum: [...errors].sort() } } }] };
+    const failure = { allOf: [envelope, { type: 'object', properties: { error: { enum: [...errors].sort() } } }] };
+    // A status the route also answers with a body of its own (deep health's 503): either body.
+    const own = c.answers?.[code];
     out[String(code)] = {
-      description: `${REASONS[code] ?? 'Failure'}: ${[...errors].sort().join(', ')}`,
-      content: { 'application/json': { schema } },
+      description: `${REASONS[code] ?? 'Failure'}: ${[...errors].sort().join(', ')}${own ? ', or the answer described' : ''}`,
+      content: { 'application/json': { schema: own ? { oneOf: [schemas.ref(own), failure] } : failure } },
       ...(code === 429 || code === 503 ? { headers: { 'Retry-After': { schema: { type: 'integer' }, description: 'seconds to wait' } } } : {}),
     };
   }

@@ -82,7 +82,9 @@ export class Notifications {
   /** When the ingest path last stored task events (performance.now()): fires wait while it is busy. */
   private ingestAt = -Infinity;
 
-  constructor(readonly deps: NotifyDeps) {}
+  constructor(readonly deps: NotifyDeps) {
+    deps.metrics.swallowedSites('notifications', ['dispatch', 'delivery_log']);
+  }
 
   private get metrics() {
     const m = this.deps.metrics;

@@ -27,6 +27,7 @@ import { userRoutes } from '../users/routes.ts';
 import { agentTransportRoutes } from '../transport/routes.ts';
 import { AgentTransport } from '../transport/runtime.ts';
 import { Lifecycle, type AppContext } from './context.ts';
+import { JobBoard } from './schedule.ts';
 
 export function openConfiguredDatabase(loaded: LoadedConfig, overrides: OpenOptions = {}): Db {
   return openDatabase(loaded.database, {
@@ -60,6 +61,7 @@ export function createContext(loaded: LoadedConfig, db: Db): AppContext {
     agentTransport: new AgentTransport(config),
     notifications,
     reactions: notificationReactions(notifications, db),
+    jobs: new JobBoard(),
   };
   // Sends under way finish (each within its timeout) before the database closes.
   ctx.lifecycle.onShutdown('notifications', () => notifications.settled());

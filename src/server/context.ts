@@ -13,6 +13,7 @@ import type { AddressList } from '../lib/net.ts';
 import type { Metrics } from '../metrics/registry.ts';
 import type { Notifications } from '../notifications/dispatch.ts';
 import type { Reactions } from '../platform/reactions.ts';
+import type { JobBoard } from './schedule.ts';
 import type { AgentTransport } from '../transport/runtime.ts';
 
 const log = logger('lifecycle');
@@ -70,4 +71,6 @@ export interface AppContext {
   notifications: Notifications;
   /** Where areas report committed changes others react to (notifications' triggers). */
   reactions: Reactions;
+  /** This process's background jobs and their last outcome. */
+  jobs: JobBoard;
 }

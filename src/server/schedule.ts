@@ -1,23 +1,62 @@
 // Periodic background jobs of one process: each runs on its own interval,
 // never overlaps itself, logs a failing tick and carries on, and stops at
-// shutdown.
+// shutdown. The job board keeps each job's last outcome for deep health and
+// svc_background_task_error_active.
+import { nowIso } from '../lib/clock.ts';
 import { describeError } from '../lib/errors.ts';
 import { logger } from '../lib/log.ts';
 import type { AppContext } from './context.ts';
 
 const log = logger('background');
 
+export interface JobStatus {
+  name: string;
+  interval_ms: number;
+  /** Ticks run so far in this process. */
+  runs: number;
+  last_started_at: string | null;
+  last_finished_at: string | null;
+  /** The last tick's error, or null when it succeeded (or none ran yet). */
+  last_error: string | null;
+}
+
+/** The background jobs of this process and how their last tick went. */
+export class JobBoard {
+  private readonly jobs = new Map<string, JobStatus>();
+
+  register(name: string, intervalMs: number): JobStatus {
+    const status: JobStatus = { name, interval_ms: intervalMs, runs: 0, last_started_at: null, last_finished_at: null, last_error: null };
+    this.jobs.set(name, status);
+    return status;
+  }
+
+  all(): JobStatus[] {
+    return [...this.jobs.values()].map((j) => ({ ...j }));
+  }
+}
+
 /** Runs `tick` every `intervalMs` (first after `firstDelayMs`, default one interval) until shutdown. */
 export function every(ctx: AppContext, name: string, intervalMs: number, tick: () => Promise<void>, firstDelayMs = intervalMs): void {
   let running = false;
+  const status = ctx.jobs.register(name, intervalMs);
+  const failing = ctx.metrics.gauge('svc_background_task_error_active', 'Background jobs whose last run failed (1), by job.', ['job']);
+  failing.set({ job: name }, 0);
   const run = async () => {
     if (running) return;
     running = true;
+    status.last_started_at = nowIso();
     try {
       await tick();
+      status.last_error = null;
+      failing.set({ job: name }, 0);
     } catch (e) {
-      log.error({ job: name, err: describeError(e) }, 'background job failed');
+      const err = describeError(e);
+      log.error({ job: name, err }, 'background job failed');
+      status.last_error = String(err.message ?? 'failed').slice(0, 500);
+      failing.set({ job: name }, 1);
     } finally {
+      status.runs++;
+      status.last_finished_at = nowIso();
       running = false;
     }
   };

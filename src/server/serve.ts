@@ -12,6 +12,7 @@ import { logger, setLogLevel } from '../lib/log.ts';
 import { VERSION } from '../version.ts';
 import { announceSetup } from '../setup/announce.ts';
 import { bootstrapFromSettings } from '../setup/service.ts';
+import { workerMetrics } from '../metrics/workers.ts';
 import { startBackground } from './background.ts';
 import { buildServiceApp, createContext, openConfiguredDatabase } from './compose.ts';
 import { agentWebSocketOptions } from '../transport/routes.ts';
@@ -94,6 +95,7 @@ export async function serve(options: ServeOptions): Promise<number> {
     return 1;
   }
   await startBackground(ctx);
+  if (ctx.worker.count > 1) ctx.lifecycle.onShutdown('metrics', workerMetrics(ctx.metrics, ctx.paths.runDir, ctx.worker).start());
   const children = !isChild && workers > 1 ? superviseWorkers(workers - 1, host, app.server!.port!) : null;
   ctx.lifecycle.onShutdown('http', async () => {
     await ctx.agentTransport.closeAllSockets(); // agents get 1001 before the listener goes

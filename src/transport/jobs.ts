@@ -7,6 +7,7 @@
 //   - offline detection (every 5 s), command timeouts (every 5 s), buffer expiry (every 10 s)
 //   - long-poll session and marker expiry (every 60 s), health-history retention (hourly, one leader)
 import { onlineAgentCounts, pruneHealthHistory, revokedAgentsAmong, sweepOfflineAgents } from '../agents/service.ts';
+import { TASK_STATES } from '../tasks/schemas.ts';
 import { agentsWithPendingCommands } from '../commands/delivery.ts';
 import { bufferedFiresFor, expireBufferedFires, routeBufferedFire, timeOutCommands } from '../commands/service.ts';
 import { isoMicros, nowMicros } from '../lib/clock.ts';
@@ -61,10 +62,37 @@ export async function offlineSweep(ctx: AppContext): Promise<string[]> {
 }
 
 export function registerAgentMetrics(ctx: AppContext): void {
-  ctx.metrics.gauge('svc_agents_online', 'Live agents currently online, by project.', ['project'], async function () {
-    this.reset();
-    for (const r of await onlineAgentCounts(ctx.db)) this.set({ project: r.project }, Number(r.n));
-  });
+  // Read from the shared database: every `--workers` process says the same, so merged scrapes take one (max).
+  // A scrape collects both gauges concurrently; they share one query.
+  let reading: Promise<{ project: string; n: number | string }[]> | null = null;
+  const counts = () =>
+    (reading ??= onlineAgentCounts(ctx.db).finally(() => {
+      reading = null;
+    }));
+  ctx.metrics.gauge(
+    'svc_project_agents_online',
+    'Live agents currently online, by project.',
+    ['project'],
+    async function () {
+      const rows = await counts();
+      this.reset();
+      for (const r of rows) this.set({ project: r.project }, Number(r.n));
+    },
+    'max',
+  );
+  ctx.metrics.gauge(
+    'svc_agents_online',
+    'Live agents currently online.',
+    [],
+    async function () {
+      this.set((await counts()).reduce((n, r) => n + Number(r.n), 0));
+    },
+    'max',
+  );
+  // Counted where they happen (ingest, the address allow-list); declared here at zero so a scrape shows them from the start.
+  const tasks = ctx.metrics.counter('svc_tasks_total', 'Task state changes reported by newly stored events, by state.', ['state']);
+  for (const state of TASK_STATES) tasks.inc({ state }, 0);
+  ctx.metrics.counter('svc_auth_ip_denied_total', 'Requests refused by an address allow-list, by surface.', ['surface']).inc({ surface: 'agent' }, 0);
   ctx.metrics.gauge('svc_ws_connections', 'Agent WebSocket connections held by this process.', [], function () {
     this.set(ctx.agentTransport.sockets.size);
   });

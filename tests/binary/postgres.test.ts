@@ -16,23 +16,38 @@ const readiness = async (url: string) => {
   return { status: res.status, body: await res.json() };
 };
 
-test('readiness turns 503 database while PostgreSQL is stopped and 200 after it restarts', async () => {
+test('readiness and deep health turn 503 naming the database while PostgreSQL is stopped, 200 after it restarts', async () => {
   const pg = startPostgres();
   servers.push(pg);
   const env = cleanEnv({ SVC_DATABASE_URL: pg.url, SVC_DATABASE_CONNECT_TIMEOUT_SECONDS: '1' });
   const svc = await startSvc(env);
   running.push(svc);
   await eventually(async () => (await readiness(svc.url)).status === 200, 10_000, 'ready');
+  // Monitoring reads the deep report with the metrics token: no session (kept in the database) needed.
+  const token = (await runSvc(['metrics-token', 'show'], env)).stdout.trim();
+  const deep = async () => {
+    const res = await fetch(`${svc.url}/api/v1/health/deep`, { headers: { authorization: `Bearer ${token}` } });
+    return { status: res.status, body: (await res.json()) as any };
+  };
+  const up = await deep();
+  expect([up.status, up.body.entries?.filter((e: any) => e.status === 'failed')]).toEqual([200, []]);
 
   pg.stop();
   await eventually(async () => (await readiness(svc.url)).status === 503, 10_000, 'unready');
   expect(await readiness(svc.url)).toEqual({ status: 503, body: { status: 'unready', reason: 'database' } });
+  const down = await deep();
+  expect(down.status).toBe(503);
+  expect(down.body.entries.find((e: any) => e.name === 'database')).toMatchObject({ status: 'failed' });
+  // A route that needs the database says it is unavailable, not an internal error.
+  const api = await fetch(`${svc.url}/api/v1/projects`, { headers: { cookie: 'svc_session=whatever' } });
+  expect([api.status, ((await api.json()) as any).error]).toEqual([503, 'database_unavailable']);
   // Liveness does no I/O and keeps answering.
   expect((await fetch(`${svc.url}/api/v1/health`)).status).toBe(200);
 
   pg.start();
   await eventually(async () => (await readiness(svc.url)).status === 200, 15_000, 'ready again');
   expect((await readiness(svc.url)).body).toEqual({ status: 'ready' });
+  await eventually(async () => (await deep()).status === 200, 10_000, 'deep health ok again');
 
   // The CLI reads the same database.
   const status = await runSvc(['status'], env);

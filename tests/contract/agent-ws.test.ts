@@ -315,7 +315,8 @@ describe('connections', () => {
     await svc.startJobs();
     await connect();
     const text = await svc.ctx.metrics.text();
-    expect(metricValue(text, 'svc_agents_online', { project: project.slug })).toBe(1);
+    expect(metricValue(text, 'svc_agents_online')).toBe(1);
+    expect(metricValue(text, 'svc_project_agents_online', { project: project.slug })).toBe(1);
     expect(metricValue(text, 'svc_ws_connections')).toBe(1);
   });
 });
