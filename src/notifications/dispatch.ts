@@ -69,6 +69,15 @@ interface Target {
   subscriptionId: string;
 }
 
+function notificationMetrics(m: NotifyDeps['metrics']) {
+  return {
+    fired: m.counter('svc_notifications_fired_total', 'Triggers fired and evaluated, by trigger.', ['trigger']),
+    cooled: m.counter('svc_notifications_cooldown_skipped_total', 'Subscription matches suppressed by their cooldown.'),
+    dropped: m.counter('svc_notifications_dropped_total', 'Fires dropped because the dispatch queue was full.'),
+    deliveries: m.counter('svc_notification_deliveries_total', 'Channel sends, by channel type and status.', ['type', 'status']),
+  };
+}
+
 export class Notifications {
   /** Tests only: the outbound client's stand-in DNS and a certificate to trust. */
   outbound: { resolver?: Resolver; ca?: string } = {};
@@ -82,18 +91,12 @@ export class Notifications {
   /** When the ingest path last stored task events (performance.now()): fires wait while it is busy. */
   private ingestAt = -Infinity;
 
+  // Registered up front so a scrape shows each counter at zero before the first fire.
+  private readonly metrics: ReturnType<typeof notificationMetrics>;
+
   constructor(readonly deps: NotifyDeps) {
     deps.metrics.swallowedSites('notifications', ['dispatch', 'delivery_log']);
-  }
-
-  private get metrics() {
-    const m = this.deps.metrics;
-    return {
-      fired: m.counter('svc_notifications_fired_total', 'Triggers fired and evaluated, by trigger.', ['trigger']),
-      cooled: m.counter('svc_notifications_cooldown_skipped_total', 'Subscription matches suppressed by their cooldown.'),
-      dropped: m.counter('svc_notifications_dropped_total', 'Fires dropped because the dispatch queue was full.'),
-      deliveries: m.counter('svc_notification_deliveries_total', 'Channel sends, by channel type and status.', ['type', 'status']),
-    };
+    this.metrics = notificationMetrics(deps.metrics);
   }
 
   /** The outbound policy every channel send and check runs under. */

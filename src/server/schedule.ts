@@ -39,8 +39,9 @@ export class JobBoard {
 export function every(ctx: AppContext, name: string, intervalMs: number, tick: () => Promise<void>, firstDelayMs = intervalMs): void {
   let running = false;
   const status = ctx.jobs.register(name, intervalMs);
-  const failing = ctx.metrics.gauge('svc_background_task_error_active', 'Background jobs whose last run failed (1), by job.', ['job']);
-  failing.set({ job: name }, 0);
+  // Labelled `task`, not `job`: Prometheus owns `job` (the scrape job) and would rename ours.
+  const failing = ctx.metrics.gauge('svc_background_task_error_active', 'Background jobs whose last run failed (1), by task.', ['task']);
+  failing.set({ task: name }, 0);
   const run = async () => {
     if (running) return;
     running = true;
@@ -48,12 +49,12 @@ export function every(ctx: AppContext, name: string, intervalMs: number, tick: (
     try {
       await tick();
       status.last_error = null;
-      failing.set({ job: name }, 0);
+      failing.set({ task: name }, 0);
     } catch (e) {
       const err = describeError(e);
       log.error({ job: name, err }, 'background job failed');
       status.last_error = String(err.message ?? 'failed').slice(0, 500);
-      failing.set({ job: name }, 1);
+      failing.set({ task: name }, 1);
     } finally {
       status.runs++;
       status.last_finished_at = nowIso();

@@ -15,6 +15,7 @@ import { logger } from '../lib/log.ts';
 import { acquireLease } from '../platform/leases.ts';
 import type { AppContext } from '../server/context.ts';
 import { every } from '../server/schedule.ts';
+import { agentFrameMetrics } from './router.ts';
 
 const log = logger('agent.jobs');
 const IN_CHUNK = 500;
@@ -90,7 +91,7 @@ export function registerAgentMetrics(ctx: AppContext): void {
     'max',
   );
   // Counted where they happen (ingest, the address allow-list); declared here at zero so a scrape shows them from the start.
-  const tasks = ctx.metrics.counter('svc_tasks_total', 'Task state changes reported by newly stored events, by state.', ['state']);
+  const { tasks } = agentFrameMetrics(ctx);
   for (const state of TASK_STATES) tasks.inc({ state }, 0);
   ctx.metrics.counter('svc_auth_ip_denied_total', 'Requests refused by an address allow-list, by surface.', ['surface']).inc({ surface: 'agent' }, 0);
   ctx.metrics.gauge('svc_ws_connections', 'Agent WebSocket connections held by this process.', [], function () {

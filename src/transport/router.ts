@@ -64,7 +64,8 @@ const EVENTS_PER_TRANSACTION = 5000;
 
 class Revoked extends Error {}
 
-function metrics(ctx: AppContext) {
+/** The ingest path's counters; registered when the agent jobs start so a scrape shows them at zero. */
+export function agentFrameMetrics(ctx: AppContext) {
   return {
     frames: ctx.metrics.counter('svc_agent_frames_total', 'Signed agent frames routed, by transport, type and outcome.', ['transport', 'type', 'outcome']),
     events: ctx.metrics.counter('svc_events_ingested_total', 'Task events newly stored.'),
@@ -78,7 +79,7 @@ function metrics(ctx: AppContext) {
  * outcome is `revoked`): nothing after it is processed. */
 export async function routeFrames(ctx: AppContext, fc: FrameContext, frames: VerifiedSignedFrame[]): Promise<FrameOutcome[]> {
   const out: FrameOutcome[] = [];
-  const m = metrics(ctx);
+  const m = agentFrameMetrics(ctx);
   let i = 0;
   while (i < frames.length) {
     let outcomes: FrameOutcome[];
@@ -128,7 +129,7 @@ async function routeEventBatches(ctx: AppContext, fc: FrameContext, group: Verif
   const todo = outcomes.flatMap((o, k) => (o === null ? [k] : []));
   if (todo.length === 0) return outcomes as FrameOutcome[];
   try {
-    const m = metrics(ctx);
+    const m = agentFrameMetrics(ctx);
     // Uploads stored meanwhile may share this transaction (src/db/group-commit.ts); one still
     // being decoded in a thread is worth waiting a moment for. A revoked agent writes
     // nothing and returns, so the others still commit.
@@ -188,7 +189,7 @@ async function routeOne(ctx: AppContext, fc: FrameContext, frame: VerifiedSigned
         const open = await asLiveAgent(ctx, fc, (tx) =>
           recordCommandResult(tx, fc.agentId, frame.id!.toLowerCase(), frame.payload as { status: unknown }),
         );
-        if (!open) metrics(ctx).late.inc();
+        if (!open) agentFrameMetrics(ctx).late.inc();
         return { kind: 'durable' };
       }
       case 'registry_delta':

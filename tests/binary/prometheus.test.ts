@@ -5,7 +5,7 @@
 // the token is refused.
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
 import { spawn, spawnSync, type Subprocess } from 'bun';
-import { writeFileSync } from 'node:fs';
+import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { cleanEnv, eventually, runSvc, startSvc, type RunningSvc } from '../helpers/binary.ts';
 import { tempDir } from '../helpers/home.ts';
@@ -94,6 +94,10 @@ describe.skipIf(missing.length > 0)('Prometheus scraping dist/svc serve --worker
     expect(states).toEqual(['failure', 'pending', 'received', 'rejected', 'retry', 'revoked', 'started', 'success', 'unknown']);
     expect((await query('svc_auth_ip_denied_total'))[0].metric.surface).toBe('agent');
     expect((await query('svc_audit_chain_verifications_total')).map((r) => r.metric.outcome).sort()).toEqual(['clean', 'error', 'failed']);
+    // One series per background job, named by `task` (Prometheus would rename a `job` label).
+    const jobs = await query('svc_background_task_error_active');
+    expect(jobs.map((r) => r.metric.task)).toContain('agent-offline');
+    expect(jobs.every((r) => r.metric.job === 'svc' && r.value[1] === '0')).toBe(true);
   }, 60_000);
 
   test('one scrape holds what both processes answered', async () => {
@@ -113,6 +117,23 @@ describe.skipIf(missing.length > 0)('Prometheus scraping dist/svc serve --worker
     // Each process publishes its figures every second: within a few, any process's answer has all n.
     await eventually(async () => (await scrape()) >= n, 10_000, `${n} health requests in one scrape`);
   }, 30_000);
+
+  test('every query of the Grafana dashboard in docs/ runs, over metrics the scrape declares', async () => {
+    const dashboard = JSON.parse(readFileSync(join(import.meta.dir, '../../docs/grafana/svc-dashboard.json'), 'utf8'));
+    const exprs: string[] = dashboard.panels.flatMap((p: any) => (p.targets ?? []).map((t: any) => t.expr));
+    expect(exprs.length).toBeGreaterThan(20);
+    await eventually(async () => (await query('up{job="svc"}'))[0]?.value?.[1] === '1', 30_000, 'the svc target up');
+    // Every metric a panel uses is declared by the scrape (labelled ones may have no series yet).
+    const text = await (await fetch(`${svc.url}/metrics`, { headers: { authorization: `Bearer ${token}` } })).text();
+    const declared = new Set([...text.matchAll(/^# TYPE (\S+)/gm)].map((m) => m[1]));
+    const used = [...new Set(exprs.flatMap((e) => e.match(/\b(?:svc|process|nodejs)_[a-z0-9_]+/g) ?? []))];
+    expect(used.filter((n) => !declared.has(n.replace(/_bucket$/, '')))).toEqual([]);
+    for (const expr of exprs) {
+      const q = expr.replaceAll('$job', 'svc').replaceAll('$instance', '.*').replaceAll('$__rate_interval', '1m');
+      const r = (await (await fetch(`${promUrl}/api/v1/query?query=${encodeURIComponent(q)}`)).json()) as any;
+      expect({ expr, status: r.status, error: r.error }).toEqual({ expr, status: 'success', error: undefined });
+    }
+  }, 60_000);
 
   test('promtool finds the exposition clean', async () => {
     const text = await (await fetch(`${svc.url}/metrics`, { headers: { authorization: `Bearer ${token}` } })).text();
