@@ -1,24 +1,13 @@
 // /api/v1/admin: resolved settings and system versions. Global
 // administrators with a browser session only: API keys never reach these.
-import { Type } from '@sinclair/typebox';
 import { Elysia } from 'elysia';
 import { guarded } from '../access/guard.ts';
 import { settingsView } from '../config/mask.ts';
-import { Answer } from '../http/schemas.ts';
 import type { AppContext } from '../server/context.ts';
+import { Settings } from './schemas.ts';
 import { checkForUpdates, installedVersions, UpdateCheck, Versions } from './versions.ts';
 
 const ADMIN = { user: { admin: true } } as const;
-const Settings = Answer(
-  {
-    home: Type.String(),
-    settings: Type.Array(
-      Answer({ name: Type.String(), value: Type.Unknown(), source: Type.String(), is_secret: Type.Boolean(), description: Type.String() }),
-    ),
-  },
-  'Settings',
-);
-
 export const adminRoutes = (ctx: AppContext) =>
   new Elysia({ prefix: '/api/v1/admin', detail: { tags: ['admin'] } })
     // Secrets are masked; plain URL settings (the database URL among them) are shown as configured.

@@ -2,6 +2,7 @@
 // checked within a time limit (a check that does not finish in time is
 // reported failed, never left out), and a `coverage` object saying what the
 // report does and does not look at. Any failed entry makes the answer 503.
+import type { Static } from '@sinclair/typebox';
 import { statfsSync } from 'node:fs';
 import { authenticateState } from '../audit/chain.ts';
 import { auditIsEmpty, loadState } from '../audit/store.ts';
@@ -10,26 +11,11 @@ import { schemaState } from '../db/migrate.ts';
 import { nowIso, parseIsoMicros } from '../lib/clock.ts';
 import { describeError } from '../lib/errors.ts';
 import type { AppContext } from '../server/context.ts';
+import type { DeepReport as DeepReportSchema } from './schemas.ts';
 
-export type EntryStatus = 'ok' | 'failed' | 'disabled';
-
-export interface DeepEntry {
-  name: string;
-  status: EntryStatus;
-  /** What was found, for people; on failure, why. */
-  detail: string;
-  duration_ms: number;
-  data: Record<string, unknown>;
-}
-
-export interface DeepReport {
-  status: 'ok' | 'failed';
-  checked_at: string;
-  /** The `--workers` process that answered (each reports its own background work). */
-  worker: number;
-  entries: DeepEntry[];
-  coverage: { checked: number; failed: number; disabled: number; not_covered: string[] };
-}
+export type DeepReport = Static<typeof DeepReportSchema>;
+type DeepEntry = DeepReport['entries'][number];
+type EntryStatus = DeepEntry['status'];
 
 export type Outcome = { status: EntryStatus; detail: string; data?: Record<string, unknown> };
 export type Check = { name: string; run: () => Promise<Outcome> | Outcome };

@@ -3,48 +3,14 @@ import { Elysia } from 'elysia';
 import { guarded } from '../access/guard.ts';
 import { contract } from '../http/contract.ts';
 import { jsonResponse } from '../http/errors.ts';
-import { AnyObject, Answer, Timestamp } from '../http/schemas.ts';
 import type { AppContext } from '../server/context.ts';
 import { deepHealth } from './deep.ts';
+import { DeepReport, SystemReport } from './schemas.ts';
 import { readiness } from './service.ts';
 import { systemReport } from './system.ts';
 
 // Signed-in users (keys with health:read), or monitoring with the metrics token.
 const SIGNED_IN = { user: { scope: 'health:read' }, metricsToken: true } as const;
-const Database = Answer({
-  type: Type.Union([Type.Literal('sqlite'), Type.Literal('postgres')]),
-  version: Type.String(),
-  size_bytes: Type.Integer(),
-  connections: Type.Integer(),
-  checkpoints: Type.Union([Type.Literal('thread'), Type.Literal('inline'), Type.Literal('fallback'), Type.Literal('none')]),
-});
-const SystemReport = Answer(
-  {
-    version: Type.String(),
-    build_commit: Type.String(),
-    agent_protocol: Type.String(),
-    runtime: Answer({ bun: Type.String() }),
-    os: Answer({ platform: Type.String(), release: Type.String(), arch: Type.String() }),
-    pid: Type.Integer(),
-    worker: Answer({ index: Type.Integer(), count: Type.Integer() }),
-    uptime_seconds: Type.Integer(),
-    database: Database,
-    packages: Type.Record(Type.String(), Type.String()),
-  },
-  'SystemReport',
-);
-const EntryStatus = Type.Union([Type.Literal('ok'), Type.Literal('failed'), Type.Literal('disabled')]);
-export const DeepReport = Answer(
-  {
-    status: Type.Union([Type.Literal('ok'), Type.Literal('failed')]),
-    checked_at: Timestamp,
-    worker: Type.Integer(),
-    entries: Type.Array(Answer({ name: Type.String(), status: EntryStatus, detail: Type.String(), duration_ms: Type.Integer(), data: AnyObject })),
-    coverage: Answer({ checked: Type.Integer(), failed: Type.Integer(), disabled: Type.Integer(), not_covered: Type.Array(Type.String()) }),
-  },
-  'DeepReport',
-);
-
 const Unready = Type.Object({ status: Type.Literal('unready'), reason: Type.Union([Type.Literal('starting'), Type.Literal('database')]) }, { additionalProperties: false });
 
 export const healthRoutes = (ctx: AppContext) =>

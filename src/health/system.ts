@@ -1,22 +1,13 @@
 // GET /api/v1/health/system: what this svc is and runs on (the public
 // liveness route carries no version by design; this one needs a caller).
+import type { Static } from '@sinclair/typebox';
 import { arch, platform, release } from 'node:os';
 import { installedVersions } from '../admin/versions.ts';
-import { databaseInfo, type DatabaseInfo } from '../db/info.ts';
+import { databaseInfo } from '../db/info.ts';
 import type { AppContext } from '../server/context.ts';
+import type { SystemReport as SystemReportSchema } from './schemas.ts';
 
-export interface SystemReport {
-  version: string;
-  build_commit: string;
-  agent_protocol: string;
-  runtime: { bun: string };
-  os: { platform: string; release: string; arch: string };
-  pid: number;
-  worker: { index: number; count: number };
-  uptime_seconds: number;
-  database: DatabaseInfo;
-  packages: Record<string, string>;
-}
+type SystemReport = Static<typeof SystemReportSchema>;
 
 export async function systemReport(ctx: AppContext): Promise<SystemReport> {
   const v = installedVersions();

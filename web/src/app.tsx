@@ -26,6 +26,8 @@ const SecurityPage = lazyPage(() => import('./pages/account/security.tsx').then(
 const HealthPage = lazyPage(() => import('./pages/health.tsx').then((m) => m.HealthPage));
 const InvitePage = lazyPage(() => import('./pages/invite.tsx').then((m) => m.InvitePage));
 const UsersPage = lazyPage(() => import('./pages/users.tsx').then((m) => m.UsersPage));
+const SystemPage = lazyPage(() => import('./pages/system.tsx').then((m) => m.SystemPage));
+const SettingsPage = lazyPage(() => import('./pages/settings.tsx').then((m) => m.SettingsPage));
 
 const PUBLIC_PATHS = ['/login', '/login/mfa', '/invite'];
 
@@ -77,6 +79,8 @@ function Pages() {
         <Route path="/activity" component={ActivityPage} />
         <Route path="/health" component={HealthPage} />
         <Route path="/users" component={UsersPage} />
+        <Route path="/system" component={SystemPage} />
+        <Route path="/settings" component={SettingsPage} />
         <Route path="/account" component={ProfilePage} />
         <Route path="/account/security" component={SecurityPage} />
         <Route path="/account/api-keys" component={ApiKeysPage} />

@@ -16,7 +16,11 @@ const SERVICE_PAGES = [
   { href: '/activity', label: 'Activity' },
   { href: '/health', label: 'Health' },
 ];
-const ADMIN_PAGES = [{ href: '/users', label: 'Users' }];
+const ADMIN_PAGES = [
+  { href: '/users', label: 'Users' },
+  { href: '/system', label: 'System' },
+  { href: '/settings', label: 'Settings' },
+];
 const ACCOUNT_PAGES = [
   { href: '/account', label: 'Profile', exact: true },
   { href: '/account/security', label: 'Security' },

@@ -50,6 +50,9 @@ export interface CallOptions {
   query?: Query;
   /** Calls that are fine without a session (login, previews): a 401 is only an error, not a sign-out. */
   anonymous?: boolean;
+  /** Statuses besides 2xx whose JSON body is the answer rather than an error envelope (GET /health/deep answers
+   * 503 with its whole report when a check failed). A body that is not JSON, or is an error envelope, still fails. */
+  answerStatuses?: readonly number[];
 }
 
 /** The `svc_csrf` cookie (readable by the page on purpose: double-submit CSRF). */
@@ -75,6 +78,10 @@ function toError(status: number, body: unknown): ApiError {
     `svc answered with HTTP ${status}; try again, and check the server's log if it persists`,
   );
 }
+
+/** A JSON object that is not the error envelope. */
+const isAnswer = (body: unknown): boolean =>
+  body !== null && typeof body === 'object' && !Array.isArray(body) && typeof (body as { error?: unknown }).error !== 'string';
 
 async function send(method: string, path: string, opts: CallOptions): Promise<Answer> {
   const url = apiUrl(path, opts.query);
@@ -114,6 +121,7 @@ export async function call<T>(method: string, path: string, opts: CallOptions = 
     body = null;
   }
   if (status >= 200 && status < 300) return body as T;
+  if (opts.answerStatuses?.includes(status) && isAnswer(body)) return body as T;
   const err = toError(status, body);
   if (status === 401 && !opts.anonymous && (err.code === 'unauthenticated' || err.code === 'mfa_required')) {
     recovery.signedOut(err.code);

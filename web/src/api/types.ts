@@ -3,7 +3,8 @@
 // breaks the type check of the dashboard (scripts/test runs it first), not a page.
 import type { Static } from '@sinclair/typebox';
 import type { ActivityItem as ActivityItemSchema, ActivityPage as ActivityPageSchema } from '../../../src/activity/service.ts';
-import type { Versions as VersionsSchema } from '../../../src/admin/versions.ts';
+import type { Settings as SettingsSchema } from '../../../src/admin/schemas.ts';
+import type { UpdateCheck as UpdateCheckSchema, Versions as VersionsSchema } from '../../../src/admin/versions.ts';
 import type { AgentHealthSample, AgentMintResponse, AgentPublic } from '../../../src/agents/service.ts';
 import type { AuditVerification as AuditVerificationSchema } from '../../../src/audit/routes.ts';
 import type {
@@ -15,6 +16,7 @@ import type {
   TrustedDevice as TrustedDeviceSchema,
 } from '../../../src/auth/schemas.ts';
 import type { CommandPage, CommandPublic, CommandStatus } from '../../../src/commands/service.ts';
+import type { DeepReport as DeepReportSchema, SystemReport as SystemReportSchema } from '../../../src/health/schemas.ts';
 import type * as NotificationSchemas from '../../../src/notifications/schemas.ts';
 import type { InvitationPreview as InvitationPreviewSchema, Member } from '../../../src/projects/schemas.ts';
 import type { InvitationPublic, ProjectPublic, Role } from '../../../src/projects/service.ts';
@@ -65,6 +67,18 @@ export type ActivityItem = Static<typeof ActivityItemSchema>;
 export type ActivityPage = Static<typeof ActivityPageSchema>;
 export type AuditVerification = Static<typeof AuditVerificationSchema>;
 export type Versions = Static<typeof VersionsSchema>;
+
+// --- administration and health (src/admin, src/health) ---
+/** POST /admin/system/versions/check: the packages with newer releases (empty: up to date). */
+export type UpdateCheck = Static<typeof UpdateCheckSchema>;
+/** GET /admin/settings: every effective setting, secrets masked by the server. */
+export type Settings = Static<typeof SettingsSchema>;
+export type Setting = Settings['settings'][number];
+/** GET /health/system. */
+export type SystemReport = Static<typeof SystemReportSchema>;
+/** GET /health/deep (also the body of its 503, when an entry failed). */
+export type DeepReport = Static<typeof DeepReportSchema>;
+export type DeepEntry = DeepReport['entries'][number];
 
 // --- notifications (src/notifications/schemas.ts) ---
 export type Channel = NotificationSchemas.ChannelPublic;

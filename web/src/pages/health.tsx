@@ -1,5 +1,5 @@
 // /health: is svc ready (the same check load balancers use), which version runs, and for administrators the
-// server's versions and a button that walks the whole audit chain now.
+// server's versions, a button that walks the whole audit chain now and the way to /system (pages/system.tsx).
 import { useState } from 'preact/hooks';
 import { api, asApiError, type ApiError } from '../api/client.ts';
 import type { AuditVerification, Versions } from '../api/types.ts';
@@ -149,6 +149,12 @@ export function HealthPage() {
               </Loaded>
             )}
           </dl>
+          {admin && (
+            <p class="small">
+              Every subsystem checked, the host and database, all package versions and the update check:{' '}
+              <a href="/system">System</a>.
+            </p>
+          )}
         </Section>
         {admin && <AuditVerify />}
       </div>
