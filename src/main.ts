@@ -3,11 +3,13 @@
 // so each subcommand has its own --help and strict option checking.
 import { allowedHostsGroup } from './cli/allowed-hosts.ts';
 import { auditGroup } from './cli/audit.ts';
+import { recoveryGroup, registerBackupCommands } from './cli/backup.ts';
 import { configGroup, initCommand } from './cli/config.ts';
 import { checkCommand, doctorCommand, statusCommand } from './cli/inspect.ts';
 import { out, program, run } from './cli/kit.ts';
 import { metricsTokenGroup } from './cli/metrics-token.ts';
 import { migrateGroup } from './cli/migrate.ts';
+import { registerMisfires } from './cli/misfires.ts';
 import { tlsGroup } from './cli/tls.ts';
 import { registerUpgrade } from './cli/upgrade.ts';
 import { bootstrapAdminCommand, changePasswordCommand, resetMfaCommand, resetSetupCommand } from './cli/users.ts';
@@ -16,11 +18,12 @@ import { VERSION } from './version.ts';
 
 const GROUPS: Record<string, { description: string; run: (args: string[]) => Promise<number> }> = {
   config: { description: 'show the effective settings, or validate a tunables file', run: configGroup },
-  migrate: { description: 'database migrations: upgrade, current, history, downgrade, sync', run: migrateGroup },
+  migrate: { description: 'database migrations: upgrade, current, history, downgrade, sync, revision, prepare-runtime-rollback', run: migrateGroup },
   'allowed-hosts': { description: 'manage the persistent Host allow-list', run: allowedHostsGroup },
   tls: { description: 'self-signed certificate for serving https without a proxy', run: tlsGroup },
   audit: { description: 'verify the audit chain, export its head, maintain its keys and state', run: auditGroup },
   'metrics-token': { description: 'print or rotate the bearer token gating /metrics', run: metricsTokenGroup },
+  recovery: { description: 'installations retired by `svc reset --nuke-secrets`: list, destroy-retired-installation', run: recoveryGroup },
 };
 
 function topLevel() {
@@ -45,7 +48,7 @@ function topLevel() {
     return 0;
   });
   cli
-    .command('bootstrap-admin', 'create the first administrator and the default project (first boot only)')
+    .command('bootstrap-admin', 'create the first administrator and the default project (first boot only; alias: createsuperuser)')
     .alias('createsuperuser')
     .option('--email <email>', 'e-mail address of the administrator')
     .option('--display-name <name>', 'their name')
@@ -65,6 +68,8 @@ function topLevel() {
     .option('--force', 'overwrite an existing file')
     .action(initCommand);
   registerUpgrade(cli);
+  registerMisfires(cli);
+  registerBackupCommands(cli);
   for (const [name, group] of Object.entries(GROUPS)) cli.command(`${name} [...subcommand]`, group.description);
   return cli;
 }

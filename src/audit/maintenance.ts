@@ -33,6 +33,10 @@ async function authenticated(ex: Executor, keyring: Keyring): Promise<StoredStat
   return state;
 }
 
+/** `svc reset`: the caller's transaction deletes every row of every table,
+ * the audit log's included (its append-only guard lets it). */
+export const allowWipe = (tx: Executor): Promise<void> => allowDeletes(tx, true);
+
 // --- retention -------------------------------------------------------------------
 
 /** Deletes active rows older than `cutoff` (at most `limit`), oldest first,

@@ -23,6 +23,8 @@ export interface SinkStatus {
 
 export class AuditService {
   private sink: RowSink | null = null;
+  /** Told of every committed row (ctx.reactions.auditAppended: the live stream's activity notices). */
+  private readonly observers: ((row: AuditRow) => void)[] = [];
 
   constructor(readonly keyring: Keyring) {}
 
@@ -44,7 +46,13 @@ export class AuditService {
     const [row] = await appendRows(tx, this.keyring, [entry]);
     const sink = this.sink;
     if (sink) tx.afterCommit(() => sink.enqueue(row!));
+    for (const observe of this.observers) tx.afterCommit(() => observe(row!));
     return row!;
+  }
+
+  /** Calls `fn` after each appended row commits (it must return at once and not throw). */
+  observe(fn: (row: AuditRow) => void): void {
+    this.observers.push(fn);
   }
 
   /** Fails (AuditChainError) when appends would be refused: run at start-up

@@ -22,9 +22,30 @@ export const err = (text: string): void => void process.stderr.write(text.endsWi
 
 export function program(name: string): CAC {
   const cli = cac(name);
-  cli.help();
+  // A command's own --help starts with what it does (cac shows descriptions only in the command list).
+  cli.help((sections) => {
+    const description = cli.matchedCommand?.description;
+    if (description) sections.splice(1, 0, { body: description });
+    return sections;
+  });
   cli.version(VERSION, '-V, --version');
   return cli;
+}
+
+/** The value of a value option as typed (undefined when not given). The
+ * argument parser turns values that look like numbers into numbers (`--to
+ * 0007` gives 7); this reads the last `--name value` or `--name=value` of the
+ * command line instead. */
+export function optionText(parsed: unknown, names: string[], argv: string[] = process.argv.slice(2)): string | undefined {
+  if (parsed === undefined || parsed === true) return undefined;
+  for (let i = argv.length - 1; i >= 0; i--) {
+    const a = argv[i]!;
+    for (const name of names) {
+      if (a.startsWith(`${name}=`)) return a.slice(name.length + 1);
+      if (a === name && i + 1 < argv.length) return argv[i + 1];
+    }
+  }
+  return String(parsed);
 }
 
 function isUsageError(e: unknown): boolean {

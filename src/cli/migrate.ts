@@ -1,9 +1,15 @@
-// `svc migrate upgrade head | current [--check-heads] | history | downgrade <rev> | sync`.
+// `svc migrate upgrade head | current [--check-heads] | history | downgrade <rev> | sync
+// | revision | prepare-runtime-rollback`. Migrations are embedded in the binary and
+// forward-only: `revision` reports the newest one rather than generating one, and
+// `prepare-runtime-rollback` seals a backup before an older svc is started.
+import { Refused } from '../backup/errors.ts';
+import { backupDatabase } from '../backup/service.ts';
+import { loadConfig } from '../config/load.ts';
 import { loadConfigMintingSecrets } from '../config/secrets.ts';
 import type { Db } from '../db/connect.ts';
-import { headRevision, knownMigrations, schemaState, sync, upgrade } from '../db/migrate.ts';
+import { headRevision, knownMigrations, schemaState, sync, upgrade, type Migration } from '../db/migrate.ts';
 import { openConfiguredDatabase } from '../server/compose.ts';
-import { CliError, err, out, program, run, USAGE } from './kit.ts';
+import { CliError, err, optionText, out, program, run, USAGE } from './kit.ts';
 
 async function withDb<T>(fn: (db: Db) => Promise<T>): Promise<T> {
   const { loaded } = loadConfigMintingSecrets();
@@ -91,5 +97,64 @@ export function migrateGroup(args: string[]): Promise<number> {
       });
     });
 
+  cli
+    .command('revision', "print this svc's newest migration: they are embedded in the binary (written in the source tree's migrations/), so nothing is generated here")
+    .action(() => {
+      const all = knownMigrations('sqlite');
+      const head = all[all.length - 1]!;
+      out(`head: ${head.revision} ${head.name}`);
+      out(`embedded: ${all.length} forward-only migrations (${all[0]!.revision}..${head.revision}), for SQLite and PostgreSQL`);
+      return 0;
+    });
+
+  cli
+    .command('prepare-runtime-rollback', 'before starting an older svc: seal a backup of the database as it is now and list what the older svc will not know')
+    .option('--to <revision>', 'the newest migration of the older svc (its `svc migrate revision`; required)')
+    .option('-o, --output <path>', 'the sealed backup to write (required; never overwritten)')
+    .action((opts: { to?: unknown; output?: unknown }) => {
+      // As typed: the parser would read `--to 0007` as the number 7.
+      const to = optionText(opts.to, ['--to']);
+      const output = optionText(opts.output, ['--output', '-o']);
+      if (!to || !/^\d{4}$/.test(to)) throw new CliError('--to <revision> is required (four digits, e.g. 0007)', USAGE);
+      if (!output) throw new CliError('--output <path> is required (the sealed backup to write)', USAGE);
+      return prepareRuntimeRollback(to, output);
+    });
+
   return run(cli, args);
+}
+
+const tablesCreatedBy = (m: Migration): string[] => [...m.statements.join('\n').matchAll(/CREATE TABLE (?:IF NOT EXISTS )?"?([a-z0-9_]+)"?/gi)].map((x) => x[1]!);
+
+async function prepareRuntimeRollback(to: string, output: string): Promise<number> {
+  const loaded = loadConfig();
+  const known = knownMigrations(loaded.database.dialect);
+  if (!known.some((m) => m.revision === to)) throw new CliError(`unknown revision ${to}`, USAGE);
+  const state = await withDb(schemaState);
+  if (state.unknown.length > 0 || state.pending.length > 0 || state.current === null) {
+    throw new CliError(`the database is at ${state.current ?? 'no revision'}, not at this svc's head ${state.head}: a rollback is prepared from a database this svc runs`);
+  }
+  if (to >= state.current) {
+    out(`nothing to prepare: the database is at ${state.current}, which an svc whose newest migration is ${to} already knows`);
+    return 0;
+  }
+  let sealed;
+  try {
+    sealed = await backupDatabase(loaded, output, { rollback_to: to });
+  } catch (e) {
+    if (e instanceof Refused) throw new CliError(e.message);
+    throw e;
+  }
+  const newer = known.filter((m) => m.revision > to);
+  out(`sealed backup: ${sealed.path} (revision ${sealed.manifest.revision}, sha256 of the database ${sealed.manifest.payload.sha256})`);
+  out(`an svc at ${to} does not know these migrations of the database:`);
+  for (const m of newer) {
+    const tables = tablesCreatedBy(m);
+    out(`  ${m.revision} ${m.name}${tables.length > 0 ? ` (creates ${tables.join(', ')})` : ''}`);
+  }
+  const dropped = newer.flatMap(tablesCreatedBy);
+  out('then, nothing of this has been changed yet:');
+  out('  1. stop svc serve');
+  out(`  2. with the older svc: \`svc migrate sync\` (removes the stamps above${dropped.length > 0 ? `; add --allow-future-schema --i-know-this-can-corrupt-data before sync to drop ${dropped.join(', ')}` : ''}), then start it`);
+  out(`  3. to come back to this svc: \`svc restore ${sealed.path} --force\` with this svc (what the older svc stored meanwhile is not in it)`);
+  return 0;
 }

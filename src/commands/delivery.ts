@@ -87,6 +87,8 @@ export function commandFramePayload(ctx: Pick<AppContext, 'config'>, row: Comman
       : '';
   const target: Record<string, string | null> = { type: row.target_type, id: row.target_id };
   if (filterEngine !== '') target.engine = filterEngine;
+  // Scheduler controls name their adapter (agents with several scheduler adapters pick it from target.scheduler).
+  if (row.target_type === 'schedule' && typeof row.payload.scheduler === 'string') target.scheduler = row.payload.scheduler;
   return {
     action: row.action,
     target,

@@ -5,11 +5,12 @@ import { Type } from '@sinclair/typebox';
 import { Elysia, t } from 'elysia';
 import { grantOf, guarded } from '../access/guard.ts';
 import { actorOf } from '../auth/actor.ts';
-import { onlineAgentsOfProject } from '../agents/service.ts';
-import { conflict } from '../http/errors.ts';
+import { validationFailed } from '../http/errors.ts';
 import { Body, ProjectPath, ProjectSlug, Uuid } from '../http/schemas.ts';
 import type { AppContext } from '../server/context.ts';
 import { findTask } from '../tasks/service.ts';
+import { ADMISSION_ERRORS, admit } from './admission.ts';
+import { answer, IDEMPOTENCY_ERRORS, IdempotencyHeaders, idempotent } from './idempotency.ts';
 import { CommandPage, CommandPublic, CommandStatusSchema, getCommand, issueCommand, listCommands } from './service.ts';
 
 const IdempotencyKey = Type.Optional(Type.String({ minLength: 1, maxLength: 200 }));
@@ -24,39 +25,39 @@ const TaskTarget = {
 const ADMIN_ACTIONS = new Set(['purge_queue']);
 const READ = { user: { scope: 'commands:read' }, project: 'viewer' } as const;
 const WRITE = { user: { scope: 'commands:write' }, project: 'operator' } as const;
-/** Issuing: an agent named that is not the project's, or none online for the engine. */
-const ISSUE_ERRORS = { 404: ['not_found'], 409: ['no_agent', 'conflict'] } as const;
+/** Issuing: an agent named that is not the project's, none online for the engine, an agent whose
+ * advertised inventory refuses the action, an Idempotency-Key reused with another body. */
+export const ISSUE_ERRORS = { 404: ['not_found'], 409: [...ADMISSION_ERRORS, 'conflict', ...IDEMPOTENCY_ERRORS] } as const;
+/** Actions with a route of their own whose extra checks the generic route must not bypass. */
+const DEDICATED = new Map([['purge_queue', '/commands/purge-queue (it needs a confirm token)']]);
 
 export const commandRoutes = (ctx: AppContext) => {
-  /** The agent for a task command: the one named, else an online agent advertising the engine. */
-  const agentFor = async (projectId: string, engine: string, agentId: string | undefined): Promise<string> => {
-    if (agentId) return agentId;
-    const agent = (await onlineAgentsOfProject(ctx.db, projectId)).find((a) => a.engine_adapters.includes(engine));
-    if (!agent) throw conflict(`no online agent advertises the ${engine} engine; pass agent_id to choose one`, { engine }, 'no_agent');
-    return agent.id;
-  };
-
-  /** Issues a command aimed at one task, built from the route's body. */
+  /** Issues a command aimed at one task, built from the route's body, to the agent named or an online agent
+   * whose advertised inventory admits it; under the request's Idempotency-Key. */
   const issueForTask = async (
     request: Request,
     action: string,
-    body: { engine: string; task_id: string; agent_id?: string; idempotency_key?: string },
+    body: { engine: string; task_id: string; agent_id?: string; idempotency_key?: string; override_args?: unknown; override_kwargs?: unknown },
     payload: (projectId: string) => Promise<Record<string, unknown>>,
   ) => {
     const { who, project } = grantOf(request);
-    return issueCommand(
-      ctx,
-      {
-        projectId: project.id,
-        agentId: await agentFor(project.id, body.engine, body.agent_id),
-        action,
-        targetType: 'task',
-        targetId: `${body.engine}:${body.task_id}`,
-        payload: await payload(project.id),
-        idempotencyKey: body.idempotency_key ?? null,
-      },
-      actorOf(ctx, request, who),
-    );
+    return idempotent(ctx, request, { projectId: project.id, who }, body, 202, async () => {
+      const carriesArguments = body.override_args != null && body.override_kwargs != null;
+      const agent = await admit(ctx.db, { projectId: project.id, action, engine: body.engine, agentId: body.agent_id ?? null, carriesArguments });
+      return issueCommand(
+        ctx,
+        {
+          projectId: project.id,
+          agentId: agent.id,
+          action,
+          targetType: 'task',
+          targetId: `${body.engine}:${body.task_id}`,
+          payload: await payload(project.id),
+          idempotencyKey: body.idempotency_key ?? null,
+        },
+        actorOf(ctx, request, who),
+      );
+    });
   };
 
   return new Elysia({ prefix: '/api/v1/projects/:slug/commands', detail: { tags: ['commands'] } })
@@ -86,26 +87,32 @@ export const commandRoutes = (ctx: AppContext) => {
       '',
       async ({ request, body, set }) => {
         const { who, project } = grantOf(request);
-        set.status = 202;
-        return issueCommand(
-          ctx,
-          {
-            projectId: project.id,
-            agentId: body.agent_id ?? null,
-            action: body.action,
-            targetType: body.target_type,
-            targetId: body.target_id ?? null,
-            payload: body.parameters ?? {},
-            idempotencyKey: body.idempotency_key ?? null,
-          },
-          actorOf(ctx, request, who),
+        const dedicated = DEDICATED.get(body.action.trim());
+        if (dedicated) throw validationFailed([{ path: '/action', message: `is issued through ${dedicated}` }]);
+        return answer(
+          set,
+          await idempotent(ctx, request, { projectId: project.id, who }, body, 202, () =>
+            issueCommand(
+              ctx,
+              {
+                projectId: project.id,
+                agentId: body.agent_id ?? null,
+                action: body.action,
+                targetType: body.target_type,
+                targetId: body.target_id ?? null,
+                payload: body.parameters ?? {},
+                idempotencyKey: body.idempotency_key ?? null,
+              },
+              actorOf(ctx, request, who),
+            ),
+          ),
         );
       },
       {
         ...guarded(
           ctx,
           {
-            summary: 'Issue any command action to an agent (202; delivered over its WebSocket or its next poll); purge_queue needs project admin',
+            summary: 'Issue any command action to an agent (202; delivered over its WebSocket or its next poll); purge_queue goes through /purge-queue',
             access: { ...WRITE, projectRoleMayRise: true },
             params: ProjectPath,
             body: Body({
@@ -116,6 +123,7 @@ export const commandRoutes = (ctx: AppContext) => {
               parameters: Type.Optional(Type.Record(Type.String(), Type.Unknown())),
               idempotency_key: IdempotencyKey,
             }),
+            checkedByHandler: { headers: IdempotencyHeaders },
             ok: CommandPublic,
             status: 202,
             errors: ISSUE_ERRORS,
@@ -126,9 +134,8 @@ export const commandRoutes = (ctx: AppContext) => {
     )
     .post(
       '/retry-task',
-      async ({ request, body, set }) => {
-        set.status = 202;
-        return issueForTask(request, 'retry_task', body, async (projectId) => {
+      async ({ request, body, set }) =>
+        answer(set, await issueForTask(request, 'retry_task', body, async (projectId) => {
           const task = await findTask(ctx.db, projectId, body.engine, body.task_id);
           // Retry by reference: the agent replays the task from its own engine; svc never sends stored arguments.
           return {
@@ -142,8 +149,7 @@ export const commandRoutes = (ctx: AppContext) => {
             eta_seconds: body.eta_seconds ?? null,
             priority: task?.priority ?? null,
           };
-        });
-      },
+        })),
       {
         ...guarded(ctx, {
           summary: 'Retry a task (retry_task); without agent_id an online agent advertising the engine is chosen',
@@ -155,16 +161,27 @@ export const commandRoutes = (ctx: AppContext) => {
             override_kwargs: Type.Optional(Type.Record(Type.String(), Type.Unknown())),
             eta_seconds: Type.Optional(Type.Integer({ minimum: 0, maximum: 86400 })),
           }),
+          checkedByHandler: { headers: IdempotencyHeaders },
           ok: CommandPublic,
           status: 202,
           errors: ISSUE_ERRORS,
         }),
       },
     )
-    .post('/cancel-task', async ({ request, body, set }) => {
-      set.status = 202;
-      return issueForTask(request, 'cancel_task', body, async () => ({ engine: body.engine, task_id: body.task_id }));
-    }, {
-      ...guarded(ctx, { summary: 'Cancel (revoke) a task (cancel_task)', access: WRITE, params: ProjectPath, body: Body(TaskTarget), ok: CommandPublic, status: 202, errors: ISSUE_ERRORS }),
-    });
+    .post(
+      '/cancel-task',
+      async ({ request, body, set }) => answer(set, await issueForTask(request, 'cancel_task', body, async () => ({ engine: body.engine, task_id: body.task_id }))),
+      {
+        ...guarded(ctx, {
+          summary: 'Cancel (revoke) a task (cancel_task)',
+          access: WRITE,
+          params: ProjectPath,
+          body: Body(TaskTarget),
+          checkedByHandler: { headers: IdempotencyHeaders },
+          ok: CommandPublic,
+          status: 202,
+          errors: ISSUE_ERRORS,
+        }),
+      },
+    );
 };

@@ -5,7 +5,7 @@ import { Type, type Static } from '@sinclair/typebox';
 import type { Actor } from '../auth/actor.ts';
 import { AnyObject, Answer, Nullable, Timestamp, Uuid } from '../http/schemas.ts';
 import { findAgent, onlineAgentsOfProject } from '../agents/service.ts';
-import type { Db, Executor } from '../db/connect.ts';
+import type { Db, Executor, Tx } from '../db/connect.ts';
 import { notFound, validationFailed } from '../http/errors.ts';
 import { isoMicros, nowIso, nowMicros } from '../lib/clock.ts';
 import { rootCause } from '../lib/errors.ts';
@@ -134,6 +134,28 @@ async function fireTarget(ex: Executor, projectId: string, engine: string | null
  * wakes, a connected WebSocket gets it pushed); other processes pick it up on
  * their next sweep. 404 when the agent is not a live agent of the project. */
 export async function issueCommand(ctx: AppContext, input: IssueCommandInput, actor: Actor): Promise<CommandPublic> {
+  const key = input.idempotencyKey ?? null;
+  try {
+    return toCommandPublic(await ctx.db.tx((tx) => issueCommandIn(ctx, tx, input, actor)));
+  } catch (e) {
+    // A concurrent issue with the same idempotency key won the unique index.
+    const code = (rootCause(e) as { code?: string }).code;
+    if (key !== null && (code === '23505' || code === 'SQLITE_CONSTRAINT_UNIQUE')) {
+      const prior = await commandByKey(ctx.db, input.projectId, key);
+      if (prior) return toCommandPublic(prior);
+    }
+    throw e;
+  }
+}
+
+export interface IssueOptions {
+  /** Write the `command.issue.<action>` audit row (default). Bulk jobs audit the job instead of each child. */
+  audit?: boolean;
+}
+
+/** issueCommand inside the caller's transaction (the command commits with whatever else it writes);
+ * a command with the same idempotency key already stored is returned instead. */
+export async function issueCommandIn(ctx: AppContext, tx: Tx, input: IssueCommandInput, actor: Actor, opts: IssueOptions = {}): Promise<CommandRow> {
   const action = input.action.trim();
   const fields: { path: string; message: string }[] = [];
   if (action === '' || action.length > MAX_ACTION_CHARS) fields.push({ path: '/action', message: `must be a string of 1 to ${MAX_ACTION_CHARS} characters` });
@@ -146,58 +168,57 @@ export async function issueCommand(ctx: AppContext, input: IssueCommandInput, ac
   const payload = input.payload ?? {};
   const engine = engineOf(action, payload);
 
-  const existing = async (ex: Executor) => (key !== null ? commandByKey(ex, input.projectId, key) : null);
-  try {
-    const row = await ctx.db.tx(async (tx) => {
-      const prior = await existing(tx);
-      if (prior) return prior;
-      let agentId: string | null = input.agentId ?? null;
-      const micros = nowMicros();
-      const now = isoMicros(micros);
-      let status: CommandStatus = 'pending';
-      let bufferExpiresAt: string | null = null;
-      if (action === SCHEDULE_FIRE) {
-        if (agentId !== null) {
-          const agent = await findAgent(tx, agentId);
-          if (!agent || agent.project_id !== input.projectId || agent.revoked_at !== null) throw notFound('agent');
-        }
-        agentId = await fireTarget(tx, input.projectId, engine, agentId);
-        if (agentId === null) {
-          status = 'buffered';
-          bufferExpiresAt = isoMicros(micros + ctx.config.SVC_SCHEDULE_FIRE_BUFFER_SECONDS * 1_000_000);
-        }
-      }
-      const row: CommandRow = {
-        id: crypto.randomUUID(),
-        project_id: input.projectId,
-        agent_id: agentId,
-        issued_by: actor.user_id ?? null,
-        action,
-        target_type: input.targetType,
-        target_id: input.targetId ?? null,
-        engine,
-        payload,
-        idempotency_key: key,
-        status,
-        result: null,
-        error: null,
-        issued_at: now,
-        dispatched_at: null,
-        last_sent_at: null,
-        send_count: 0,
-        acked_at: null,
-        completed_at: null,
-        timeout_at: status === 'pending' ? timeoutAt(ctx, micros) : null,
-        buffer_expires_at: bufferExpiresAt,
-        claimed_session: null,
-        source_ip: actor.source_ip ?? null,
-      };
-      // Sent together: PostgreSQL pipelines them on the transaction's connection.
-      // A directly addressed command's insert checks its agent in the same
-      // statement; when that fails, the transaction rolls the audit row back.
-      const [stored] = await Promise.all([
-        action === SCHEDULE_FIRE || agentId === null ? insertCommand(tx, row).then(() => true) : insertCommandForLiveAgent(tx, { ...row, agent_id: agentId }),
-        ctx.audit.append(tx, {
+  const prior = key !== null ? await commandByKey(tx, input.projectId, key) : null;
+  if (prior) return prior;
+  let agentId: string | null = input.agentId ?? null;
+  const micros = nowMicros();
+  const now = isoMicros(micros);
+  let status: CommandStatus = 'pending';
+  let bufferExpiresAt: string | null = null;
+  if (action === SCHEDULE_FIRE) {
+    if (agentId !== null) {
+      const agent = await findAgent(tx, agentId);
+      if (!agent || agent.project_id !== input.projectId || agent.revoked_at !== null) throw notFound('agent');
+    }
+    agentId = await fireTarget(tx, input.projectId, engine, agentId);
+    if (agentId === null) {
+      status = 'buffered';
+      bufferExpiresAt = isoMicros(micros + ctx.config.SVC_SCHEDULE_FIRE_BUFFER_SECONDS * 1_000_000);
+    }
+  }
+  const row: CommandRow = {
+    id: crypto.randomUUID(),
+    project_id: input.projectId,
+    agent_id: agentId,
+    issued_by: actor.user_id ?? null,
+    action,
+    target_type: input.targetType,
+    target_id: input.targetId ?? null,
+    engine,
+    payload,
+    idempotency_key: key,
+    status,
+    result: null,
+    error: null,
+    issued_at: now,
+    dispatched_at: null,
+    last_sent_at: null,
+    send_count: 0,
+    acked_at: null,
+    completed_at: null,
+    timeout_at: status === 'pending' ? timeoutAt(ctx, micros) : null,
+    buffer_expires_at: bufferExpiresAt,
+    claimed_session: null,
+    source_ip: actor.source_ip ?? null,
+  };
+  // Sent together: PostgreSQL pipelines them on the transaction's connection.
+  // A directly addressed command's insert checks its agent in the same
+  // statement; when that fails, the transaction rolls the audit row back.
+  const [stored] = await Promise.all([
+    action === SCHEDULE_FIRE || agentId === null ? insertCommand(tx, row).then(() => true) : insertCommandForLiveAgent(tx, { ...row, agent_id: agentId }),
+    opts.audit === false
+      ? null
+      : ctx.audit.append(tx, {
           ...actor,
           action: `command.issue.${action}`,
           target_type: 'command',
@@ -211,21 +232,11 @@ export async function issueCommand(ctx: AppContext, input: IssueCommandInput, ac
             ...(key !== null ? { idempotency_key: key } : {}),
           },
         }),
-      ]);
-      if (!stored) throw notFound('agent');
-      if (agentId !== null) tx.afterCommit(() => ctx.agentTransport.commandIssued(agentId));
-      return row;
-    });
-    return toCommandPublic(row);
-  } catch (e) {
-    // A concurrent issue with the same idempotency key won the unique index.
-    const code = (rootCause(e) as { code?: string }).code;
-    if (key !== null && (code === '23505' || code === 'SQLITE_CONSTRAINT_UNIQUE')) {
-      const prior = await existing(ctx.db);
-      if (prior) return toCommandPublic(prior);
-    }
-    throw e;
-  }
+  ]);
+  if (!stored) throw notFound('agent');
+  if (agentId !== null) tx.afterCommit(() => ctx.agentTransport.commandIssued(agentId));
+  tx.afterCommit(() => ctx.reactions.commandsChanged?.(row.project_id, [row.id]));
+  return row;
 }
 
 export const CommandPage = Answer({ items: Type.Array(CommandPublic), next_cursor: Nullable(Type.String()) }, 'CommandPage');
@@ -249,6 +260,9 @@ export async function listCommands(
   const last = page[page.length - 1];
   return { items: page.map(toCommandPublic), next_cursor: rows.length > limit && last ? `${last.issued_at}|${last.id}` : null };
 }
+
+/** The project of a command, or null (the live stream's notices of sweeps that know only ids). */
+export const commandProjectOf = async (ex: Executor, commandId: string): Promise<string | null> => (await commandById(ex, commandId))?.project_id ?? null;
 
 /** One command of the project; 404 otherwise. */
 export async function getCommand(ex: Executor, projectId: string, commandId: string): Promise<CommandPublic> {

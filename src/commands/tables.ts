@@ -31,3 +31,33 @@ export const commands = defineTable('commands', {
   claimed_session: col.text('claimed_session'),
   source_ip: col.text('source_ip'),
 });
+
+/** The answer of a command-issuing request sent with an Idempotency-Key header, kept 24 hours:
+ * the same key and body replay it, the same key with another body is refused. */
+export const idempotencyKeys = defineTable('idempotency_keys', {
+  project_id: col.text('project_id').notNull(),
+  /** `user:<id>` for a session, `key:<id>` for an API key. */
+  principal: col.text('principal').notNull(),
+  key: col.text('key').notNull(),
+  /** SHA-256 of the method, route and canonical body. */
+  request_hash: col.text('request_hash').notNull(),
+  status_code: col.int('status_code').notNull(),
+  /** The answer's JSON text, replayed as stored. */
+  response: col.text('response').notNull(),
+  created_at: col.ts('created_at').notNull(),
+  expires_at: col.ts('expires_at').notNull(),
+});
+
+/** Single-use confirmations of a purge: minted by the first call, spent by the second. */
+export const purgeConfirmations = defineTable('purge_confirmations', {
+  token_hash: col.text('token_hash').primaryKey(),
+  project_id: col.text('project_id').notNull(),
+  principal: col.text('principal').notNull(),
+  agent_id: col.text('agent_id').notNull(),
+  engine: col.text('engine').notNull(),
+  queue: col.text('queue').notNull(),
+  depth: col.bigint('depth'),
+  created_at: col.ts('created_at').notNull(),
+  expires_at: col.ts('expires_at').notNull(),
+  used_at: col.ts('used_at'),
+});

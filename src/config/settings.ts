@@ -155,6 +155,33 @@ export const SETTINGS = {
   }),
   SVC_METRICS_PUBLIC: bool({ default: false, description: 'Serve /metrics without the bearer token.' }),
 
+  // --- optional integrations: traces and error tracking (src/telemetry/) ------------
+  SVC_OTEL_EXPORTER_OTLP_ENDPOINT: str({
+    description:
+      'OpenTelemetry trace export over OTLP/HTTP (JSON): the collector\'s base URL (`/v1/traces` is appended unless the path already ends with it). Empty: no tracing, and the exporter is never loaded.',
+    maxLength: 2048,
+    // No credentials, query or fragment in the URL: they belong in SVC_OTEL_EXPORTER_OTLP_HEADERS (a secret).
+    pattern: '^(https?://[^\\s/@?#]+(/[^\\s?#]*)?)?$',
+  }),
+  SVC_OTEL_EXPORTER_OTLP_HEADERS: str({
+    description: 'Headers sent with every trace export, `name=value` pairs separated by commas (values URL-decoded), e.g. an API key.',
+    secret: true,
+    maxLength: 8192,
+  }),
+  SVC_OTEL_TRACES_SAMPLE_RATIO: num({
+    default: 1,
+    min: 0,
+    max: 1,
+    description: 'Share of new traces recorded (a request carrying a W3C `traceparent` follows its caller\'s decision).',
+  }),
+  SVC_ERRORTRACK_DSN: str({
+    description:
+      'Error tracking: a Sentry-format DSN (`https://<key>@<host>/<project>`). Unhandled errors are sent, redacted, to its envelope endpoint. Empty: off.',
+    secret: true,
+    maxLength: 2048,
+    pattern: '^(https?://[^\\s/@]+@[^\\s/]+/([^\\s]*/)?[0-9A-Za-z_-]+/?)?$',
+  }),
+
   // --- agents and commands (cross-field rules in load.ts) -----------------------
   SVC_COMMAND_TIMEOUT_SECONDS: int({
     default: 60,
@@ -211,6 +238,30 @@ export const SETTINGS = {
     min: 60,
     max: 604800,
     description: 'How long a schedule.fire waits (buffered) for an online agent advertising its engine before it expires.',
+  }),
+  SVC_SCHEDULER_MISFIRE_GRACE_SECONDS: int({
+    default: 60,
+    min: 5,
+    max: 3600,
+    description: 'A schedule whose expected run is later than this without a fire (or a live scheduler) is recorded as misfired.',
+  }),
+  SVC_SCHEDULER_MISFIRE_SWEEP_SECONDS: int({
+    default: 60,
+    min: 0,
+    max: 3600,
+    description: 'Interval of the misfire detector (one leader process); 0 turns detection off.',
+  }),
+  SVC_SCHEDULE_CIRCUIT_BREAKER_THRESHOLD: int({
+    default: 5,
+    min: 0,
+    max: 100,
+    description: 'Consecutive failed fires that pause a schedule (disabled, also in its scheduler); 0 turns the breaker off.',
+  }),
+  SVC_SCHEDULE_FIRES_RETENTION_DAYS: int({
+    default: 30,
+    min: 1,
+    max: 3650,
+    description: 'Schedule fire history and misfire records older than this are pruned.',
   }),
 
   // --- identity and access ---------------------------------------------------------
@@ -292,6 +343,65 @@ export const SETTINGS = {
     min: 1,
     max: 3650,
     description: 'Agent health samples (stored agent_status frames) older than this are pruned.',
+  }),
+
+  // --- operator actions, bulk jobs and task retention (src/commands/, src/bulk/, src/tasks/retention.ts) ---
+  SVC_BULK_JOB_MAX_TASKS: int({
+    default: 10000,
+    min: 1,
+    max: 100000,
+    description: 'Most tasks one bulk job takes: the filter\'s matches are frozen into that many items when the job is created (the rest are left out and the job says so).',
+  }),
+  SVC_BULK_RETRY_MAX_IN_FLIGHT: int({
+    default: 16,
+    min: 1,
+    max: 1000,
+    description: 'Retry commands one bulk retry job has issued and not yet seen answered, at most.',
+  }),
+  SVC_PURGE_CONFIRM_TTL_SECONDS: int({
+    default: 120,
+    min: 10,
+    max: 3600,
+    description: 'Lifetime of the confirm token the first purge-queue call returns (single use, bound to the project, queue and caller).',
+  }),
+  SVC_TASK_RETENTION_DAYS: int({
+    default: 30,
+    min: 0,
+    max: 36500,
+    description: 'Finished tasks whose finished_at is older than this are pruned with their events (tasks not finished never are), as are events of no task received before it; 0 keeps them forever.',
+  }),
+  SVC_TASK_RETENTION_BATCH_SIZE: int({
+    default: 500,
+    min: 10,
+    max: 10000,
+    description: 'Tasks pruned per transaction; the pruner yields between batches so ingest is never held up behind it.',
+  }),
+  SVC_TASK_RETENTION_INTERVAL_SECONDS: int({
+    default: 600,
+    min: 10,
+    max: 86400,
+    description: 'How often the retention leader looks for tasks past SVC_TASK_RETENTION_DAYS.',
+  }),
+
+
+  // --- live dashboard updates (src/live/, src/signals/) ------------------------------
+  SVC_LIVE_MAX_CONNECTIONS_PER_USER: int({
+    default: 20,
+    min: 1,
+    max: 1000,
+    description: 'Live update streams (GET /api/v1/live: one per open dashboard tab) one user may hold in one svc process; the next is refused with 429.',
+  }),
+  SVC_LIVE_IDLE_TIMEOUT_SECONDS: int({
+    default: 90,
+    min: 30,
+    max: 3600,
+    description: 'A live update stream that sends nothing (the dashboard pings every 25 s) for this long is closed (4408).',
+  }),
+  SVC_LIVE_COALESCE_MS: int({
+    default: 100,
+    min: 0,
+    max: 5000,
+    description: 'Changes of one kind in one project within this window go out as one notice carrying all their ids (the first at once); 0 sends each change as it comes.',
   }),
 } as const;
 

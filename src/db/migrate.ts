@@ -137,10 +137,12 @@ export function knownTables(dialect: Db['dialect']): Set<string> {
   return names;
 }
 
+/** Ordinary tables: on SQLite not virtual tables (the task search index) nor their shadow tables,
+ * which belong to their index and go with it. */
 export async function listTables(db: Executor): Promise<string[]> {
   const rows =
     db.dialect === 'sqlite'
-      ? await db.all<{ name: string }>(sql`SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%'`)
+      ? await db.all<{ name: string }>(sql`SELECT name FROM pragma_table_list WHERE schema = 'main' AND type = 'table' AND name NOT LIKE 'sqlite_%'`)
       : await db.all<{ name: string }>(sql`SELECT table_name AS name FROM information_schema.tables WHERE table_schema = current_schema()`);
   return rows.map((r) => r.name);
 }

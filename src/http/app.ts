@@ -12,6 +12,7 @@ import { methodsFor } from './routes-index.ts';
 import { readBodyLimited } from './body.ts';
 import { validationFields } from './validation.ts';
 import { contract, isStartGated } from './contract.ts';
+import { reportError, traceRequestEnd, traceRequestStart } from '../telemetry/index.ts';
 import { openapiContract, openapiDocument } from './openapi.ts';
 
 const log = logger('http');
@@ -39,6 +40,7 @@ export function buildApp(ctx: AppContext, modules: RouteModule[], options: AppOp
     .onRequest(({ request, set }) => {
       started.set(request, performance.now());
       const requestId = requestIdOf(request);
+      traceRequestStart(request, requestId);
       set.headers['x-request-id'] = requestId;
       set.headers['x-content-type-options'] = 'nosniff';
       set.headers['x-frame-options'] = 'DENY';
@@ -72,7 +74,7 @@ export function buildApp(ctx: AppContext, modules: RouteModule[], options: AppOp
         throw new ApiError(400, 'invalid_json', 'request body is not valid JSON');
       }
     })
-    .onError(async ({ code, error, request }) => {
+    .onError(async ({ code, error, request, route }) => {
       const requestId = requestIdOf(request);
       if (error instanceof ApiError) return errorResponse(error, requestId);
       // Errors thrown by our body parser arrive wrapped in Elysia's ParseError.
@@ -100,6 +102,7 @@ export function buildApp(ctx: AppContext, modules: RouteModule[], options: AppOp
         return errorResponse(new ApiError(503, 'database_unavailable', 'the database is not answering; try again shortly', {}, { 'retry-after': '2' }), requestId);
       }
       log.error({ request_id: requestId, err: describeError(error), code }, 'unhandled error');
+      reportError(error, { mechanism: 'http', method: request.method, route: route || 'unmatched', requestId });
       return errorResponse(new ApiError(500, 'internal_error', 'internal error; the request id identifies it in the logs'), requestId);
     })
     .onAfterResponse((context) => {
@@ -108,6 +111,7 @@ export function buildApp(ctx: AppContext, modules: RouteModule[], options: AppOp
       // The route's pattern, never the raw path (unbounded label values); the dashboard's files are one route.
       const route = (context as { route?: string }).route ?? (isApiPath(new URL(request.url).pathname) ? 'unmatched' : 'dashboard');
       ctx.metrics.observeRequest(request.method, route, status, (performance.now() - (started.get(request) ?? performance.now())) / 1000);
+      traceRequestEnd(request, route, status);
       log.debug({ request_id: requestIdOf(request), method: request.method, path: new URL(request.url).pathname, status }, 'request');
     });
   for (const module of modules) app.use(module(ctx));

@@ -3,7 +3,10 @@
 import { activityRoutes } from '../activity/routes.ts';
 import { agentRoutes } from '../agents/routes.ts';
 import { commandRoutes } from '../commands/routes.ts';
+import { operatorRoutes } from '../commands/operator-routes.ts';
+import { bulkRoutes } from '../bulk/routes.ts';
 import { taskRoutes } from '../tasks/routes.ts';
+import { scheduleRoutes } from '../schedules/routes.ts';
 import { adminRoutes } from '../admin/routes.ts';
 import { auditRoutes } from '../audit/routes.ts';
 import { AuditService } from '../audit/service.ts';
@@ -24,6 +27,8 @@ import { metricsRoutes } from '../metrics/routes.ts';
 import { projectRoutes } from '../projects/routes.ts';
 import { setupRoutes } from '../setup/routes.ts';
 import { userRoutes } from '../users/routes.ts';
+import { attachLive } from '../live/index.ts';
+import { liveRoutes } from '../live/routes.ts';
 import { agentTransportRoutes } from '../transport/routes.ts';
 import { AgentTransport } from '../transport/runtime.ts';
 import { Lifecycle, type AppContext } from './context.ts';
@@ -66,11 +71,12 @@ export function createContext(loaded: LoadedConfig, db: Db): AppContext {
   // Sends under way finish (each within its timeout) before the database closes.
   ctx.lifecycle.onShutdown('notifications', () => notifications.settled());
   ctx.lifecycle.onShutdown('frame-decoders', () => ctx.agentTransport.decoders.close());
+  attachLive(ctx); // the live dashboard stream: its reactions beside notifications', audit rows observed
   return ctx;
 }
 
 export function buildServiceApp(ctx: AppContext) {
-  return buildApp(ctx, [healthRoutes, metricsRoutes, setupRoutes, authRoutes, userRoutes, projectRoutes, activityRoutes, adminRoutes, auditRoutes, agentRoutes, commandRoutes, taskRoutes, notificationRoutes, userNotificationRoutes, agentTransportRoutes], {
+  return buildApp(ctx, [healthRoutes, metricsRoutes, setupRoutes, authRoutes, userRoutes, projectRoutes, activityRoutes, adminRoutes, auditRoutes, agentRoutes, commandRoutes, operatorRoutes, bulkRoutes, taskRoutes, scheduleRoutes, notificationRoutes, userNotificationRoutes, agentTransportRoutes, liveRoutes], {
     fallback: (_request, path) => dashboardResponse(path),
   });
 }

@@ -5,6 +5,7 @@
 import { nowIso } from '../lib/clock.ts';
 import { describeError } from '../lib/errors.ts';
 import { logger } from '../lib/log.ts';
+import { reportError } from '../telemetry/index.ts';
 import type { AppContext } from './context.ts';
 
 const log = logger('background');
@@ -53,6 +54,7 @@ export function every(ctx: AppContext, name: string, intervalMs: number, tick: (
     } catch (e) {
       const err = describeError(e);
       log.error({ job: name, err }, 'background job failed');
+      reportError(e, { mechanism: 'background', job: name });
       status.last_error = String(err.message ?? 'failed').slice(0, 500);
       failing.set({ task: name }, 1);
     } finally {

@@ -17,6 +17,8 @@ import { startBackground } from './background.ts';
 import { buildServiceApp, createContext, openConfiguredDatabase } from './compose.ts';
 import { agentWebSocketOptions } from '../transport/routes.ts';
 import { resolveTls } from './tls.ts';
+import { startSignals } from '../signals/index.ts';
+import { startTelemetry, stopTelemetry } from '../telemetry/index.ts';
 
 const log = logger('serve');
 const CHILD_ENV = 'SVC_INTERNAL_WORKER_INDEX';
@@ -49,6 +51,10 @@ export async function serve(options: ServeOptions): Promise<number> {
   const db = openConfiguredDatabase(loaded, { backgroundCheckpoints: true });
   const ctx = createContext(loaded, db);
   ctx.worker = { index: workerIndex, count: isChild ? Number(process.env[CHILD_COUNT_ENV] ?? '1') : workers };
+  // Traces and error tracking, when configured (nothing is loaded otherwise); flushed after
+  // everything else has stopped (hooks run newest first).
+  await startTelemetry(config, { processHandlers: true });
+  ctx.lifecycle.onShutdown('telemetry', () => stopTelemetry());
   const app = buildServiceApp(ctx);
   try {
     app.listen({
@@ -94,6 +100,7 @@ export async function serve(options: ServeOptions): Promise<number> {
     await db.close();
     return 1;
   }
+  await startSignals(ctx); // cross-process signals (live updates): LISTEN/NOTIFY, or Unix sockets between --workers
   await startBackground(ctx);
   if (ctx.worker.count > 1) ctx.lifecycle.onShutdown('metrics', workerMetrics(ctx.metrics, ctx.paths.runDir, ctx.worker).start());
   const children = !isChild && workers > 1 ? superviseWorkers(workers - 1, host, app.server!.port!) : null;

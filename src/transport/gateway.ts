@@ -19,6 +19,7 @@ import { nowMicros } from '../lib/clock.ts';
 import { describeError } from '../lib/errors.ts';
 import { logger } from '../lib/log.ts';
 import type { AppContext } from '../server/context.ts';
+import { traceAgentUpload } from '../telemetry/index.ts';
 import { BRAIN_VERSION } from '../version.ts';
 import { FrameError } from './errors.ts';
 import { helloAck, readHello, retryEnginesOf } from './hello.ts';
@@ -81,6 +82,8 @@ export class AgentSocket implements LiveSocket {
     private readonly ctx: AppContext,
     private readonly agent: AgentRow | null,
     private readonly refusal: { code: number; reason: string } | null,
+    /** The upgrade request's id (traces of this connection's frames carry it). */
+    private readonly requestId = '',
   ) {
     this.agentId = agent?.id ?? '';
     this.projectId = agent?.project_id ?? '';
@@ -243,7 +246,23 @@ export class AgentSocket implements LiveSocket {
       if (!seen.live) return this.kick(4003, 'agent revoked');
       if (seen.cameOnline) this.ctx.reactions.agentCameOnline(this.agentId);
     }
-    const [outcome] = await routeFrames(this.ctx, s.fc, [verified]);
+    const span = traceAgentUpload(null, {
+      transport: 'ws',
+      agentId: this.agentId,
+      projectId: this.projectId,
+      requestId: this.requestId,
+      frames: 1,
+      frameType: verified.type,
+    });
+    let outcome;
+    try {
+      [outcome] = await routeFrames(this.ctx, s.fc, [verified]);
+    } catch (e) {
+      span?.fail();
+      throw e;
+    } finally {
+      span?.end(outcome ? { 'svc.frame.outcome': outcome.kind } : {});
+    }
     if (!outcome) return;
     const batchId = verified.type === 'event_batch' ? verified.id : null;
     switch (outcome.kind) {
@@ -312,6 +331,7 @@ export class AgentSocket implements LiveSocket {
             retryEngines: s.retryEngines,
             session: `ws:${s.id}`,
           });
+          if (rows.length > 0) this.ctx.reactions.commandsChanged?.(this.projectId, rows.map((r) => r.id));
           for (const row of rows) {
             this.send({
               type: 'command',

@@ -109,8 +109,8 @@ export async function startAgentJobs(ctx: AppContext): Promise<void> {
   every(ctx, 'agent-ws-revocations', 2000, () => revocationSweep(ctx));
   every(ctx, 'agent-ws-idle', 2000, async () => idleSweep(ctx));
   every(ctx, 'agent-offline', 5000, async () => void (await offlineSweep(ctx)));
-  every(ctx, 'command-timeouts', 5000, async () => void (await timeOutCommands(ctx.db)));
-  every(ctx, 'schedule-fire-buffer', 10_000, async () => void (await expireBufferedFires(ctx.db)));
+  every(ctx, 'command-timeouts', 5000, async () => void ctx.reactions.commandsChanged?.(null, await timeOutCommands(ctx.db)));
+  every(ctx, 'schedule-fire-buffer', 10_000, async () => void ctx.reactions.commandsChanged?.(null, await expireBufferedFires(ctx.db)));
   every(ctx, 'longpoll-sessions', 60_000, async () => ctx.agentTransport.sessions.sweep());
   every(ctx, 'agent-health-retention', 3600_000, async () => {
     if (!(await acquireLease(ctx.db, 'agent-health-retention', 2 * 3600_000))) return;

@@ -13,6 +13,7 @@ import { sha256Hex } from '../lib/crypto.ts';
 import { describeError } from '../lib/errors.ts';
 import { logger } from '../lib/log.ts';
 import type { AppContext } from '../server/context.ts';
+import { traceAgentUpload } from '../telemetry/index.ts';
 import { admitAgent, invalidToken, noteProjectInactive, projectInactive, Refusal, screenAddress, type Admitted } from './access.ts';
 import { FrameError } from './errors.ts';
 import { agentHeader, identityHeaders, parseRetryContracts, parseRuntimeFeatures, parseSessionNonce, workerHeaders } from './headers.ts';
@@ -126,9 +127,17 @@ export async function handleUpload(ctx: AppContext, request: Request, body: unkn
   const { entry, headers } = entered;
   const rt = ctx.agentTransport;
   let ourTurnDone = (): void => {};
+  const agent = entered.admitted.auth.agent;
+  const span = traceAgentUpload(request, {
+    transport: 'longpoll',
+    agentId: agent.id,
+    projectId: agent.project_id,
+    requestId: requestIdOf(request),
+    frames: (frames as string[]).length,
+  });
+  const out: FrameUploadResponse = { accepted: 0, rejected: 0, errors: [], error_code: null };
   try {
     const texts = frames as string[];
-    const out: FrameUploadResponse = { accepted: 0, rejected: 0, errors: [], error_code: null };
     const note = (message: string) => {
       if (out.errors.length < MAX_ERRORS_REPORTED) out.errors.push(message);
     };
@@ -210,9 +219,13 @@ export async function handleUpload(ctx: AppContext, request: Request, body: unkn
       );
     }
     return jsonResponse(200, out, headers);
+  } catch (e) {
+    span?.fail();
+    throw e;
   } finally {
     ourTurnDone();
     rt.sessions.release(entry);
+    span?.end({ 'svc.frames.accepted': out.accepted, 'svc.frames.rejected': out.rejected });
   }
 }
 
@@ -274,6 +287,7 @@ export async function handlePoll(
       if (refused) return refused;
       // A client that hung up has nothing claimed for it (the gate saw the abort).
       if (request.signal.aborted) return jsonResponse(200, { frames: [] }, headers);
+      if (rows.length > 0) ctx.reactions.commandsChanged?.(agent.project_id, rows.map((r) => r.id));
       if (rows.length > 0) return jsonResponse(200, { frames: await signClaimed(ctx, entry.state, rows) }, headers);
       const remainingMs = (deadline - nowMicros()) / 1000;
       if (remainingMs <= 0) break;

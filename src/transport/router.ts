@@ -15,6 +15,7 @@ import { storeEventBatches, type EventRecord } from '../ingest/service.ts';
 import { isUuid } from '../lib/ids.ts';
 import { isoMicros, nowIso, nowMicros } from '../lib/clock.ts';
 import { describeError } from '../lib/errors.ts';
+import { scheduleCommandResult, scheduleEventsStored } from '../schedules/jobs.ts';
 import { logger } from '../lib/log.ts';
 import { projectAdapterHealth } from '../tasks/service.ts';
 import type { AppContext } from '../server/context.ts';
@@ -141,6 +142,7 @@ async function routeEventBatches(ctx: AppContext, fc: FrameContext, group: Verif
         todo.map((k) => ({ frameId: group[k]!.id, records: read[k]!.records })),
         nowIso(),
       );
+      await scheduleEventsStored(ctx, tx, { projectId: fc.projectId, agentId: fc.agentId }, res.added);
       tx.afterCommit(() => {
         m.events.inc(res.stored.reduce((a, b) => a + b, 0));
         // One increment per state, not per event (a labelled increment hashes its labels).
@@ -182,7 +184,7 @@ async function routeOne(ctx: AppContext, fc: FrameContext, frame: VerifiedSigned
         return await agentStatus(ctx, fc, frame);
       case 'command_ack':
         if (!isUuid(frame.id)) return { kind: 'drop', message: 'command_ack id is not a command id' };
-        await asLiveAgent(ctx, fc, (tx) => recordCommandAck(tx, fc.agentId, frame.id!.toLowerCase()));
+        if (await asLiveAgent(ctx, fc, (tx) => recordCommandAck(tx, fc.agentId, frame.id!.toLowerCase()))) ctx.reactions.commandsChanged?.(fc.projectId, [frame.id!.toLowerCase()]);
         return { kind: 'durable' };
       case 'command_result': {
         if (!isUuid(frame.id)) return { kind: 'drop', message: 'command_result id is not a command id' };
@@ -190,6 +192,8 @@ async function routeOne(ctx: AppContext, fc: FrameContext, frame: VerifiedSigned
           recordCommandResult(tx, fc.agentId, frame.id!.toLowerCase(), frame.payload as { status: unknown }),
         );
         if (!open) agentFrameMetrics(ctx).late.inc();
+        if (open) scheduleCommandResult(ctx, frame.id!.toLowerCase());
+        if (open) ctx.reactions.commandsChanged?.(fc.projectId, [frame.id!.toLowerCase()]);
         return { kind: 'durable' };
       }
       case 'registry_delta':

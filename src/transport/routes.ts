@@ -5,6 +5,7 @@ import { Type } from '@sinclair/typebox';
 import { Elysia } from 'elysia';
 import { contract } from '../http/contract.ts';
 import { ApiError } from '../http/errors.ts';
+import { requestIdOf } from '../http/request.ts';
 import type { AppContext } from '../server/context.ts';
 import { admitAgent, Refusal, screenAddress } from './access.ts';
 import { AgentSocket, WS_ROUTE } from './gateway.ts';
@@ -49,7 +50,7 @@ export const agentTransportRoutes = (ctx: AppContext) =>
           socket =
             admitted instanceof Refusal
               ? new AgentSocket(ctx, null, { code: admitted.wsCode, reason: admitted.error.error })
-              : new AgentSocket(ctx, admitted.auth.agent, null);
+              : new AgentSocket(ctx, admitted.auth.agent, null, requestIdOf(request));
         }
         if (srv.upgrade(request, { data: socket.handlers() })) return undefined as unknown as Response;
         throw new ApiError(400, 'upgrade_failed', 'the WebSocket upgrade failed');

@@ -164,6 +164,7 @@ describe('tasks and commands', () => {
     // Generic issue with bad input; purge needs the project admin.
     expect((await operator.call('POST', '/api/v1/projects/default/commands', { body: { action: '', target_type: 'task' } })).status).toBe(422);
     expect((await operator.call('POST', '/api/v1/projects/default/commands', { body: { action: 'purge_queue', target_type: 'queue', target_id: 'default', agent_id: agent.agentId } })).status).toBe(403);
-    expect((await admin.call('POST', '/api/v1/projects/default/commands', { body: { action: 'purge_queue', target_type: 'queue', target_id: 'default', agent_id: agent.agentId, parameters: { queue: 'default', force: true } } })).status).toBe(202);
+    // ...and goes through /commands/purge-queue with its confirm token, never the generic route (docs/operator-actions.md).
+    expect((await admin.call('POST', '/api/v1/projects/default/commands', { body: { action: 'purge_queue', target_type: 'queue', target_id: 'default', agent_id: agent.agentId, parameters: { queue: 'default', force: true } } })).status).toBe(422);
   });
 });

@@ -6,6 +6,7 @@ import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
 import { sql } from 'drizzle-orm';
 import { testService, type CallOptions, type TestService } from '../helpers/app.ts';
 import { Browser, FAST_IDENTITY_ENV, MATRIX_ACTORS as ACTORS, STRONG_PASSWORD, matrixCallers, type MatrixActor as Actor } from '../helpers/identity.ts';
+import { operatorFixture } from '../helpers/operator.ts';
 
 let svc: TestService;
 let admin: Browser;
@@ -14,6 +15,7 @@ const keys: { with?: string; without?: string } = {};
 const secrets: string[] = [];
 let counter = 0;
 const uniq = () => `${++counter}-${crypto.randomUUID().slice(0, 6)}`;
+let ops: { lpAgent: string };
 
 beforeAll(async () => {
   svc = await testService({ env: FAST_IDENTITY_ENV });
@@ -24,6 +26,7 @@ beforeAll(async () => {
   for (const b of Object.values(browsers)) secrets.push(b!.cookies.get('svc_session')!);
   // Some activity in every scope.
   await svc.ctx.audit.record(svc.ctx.db, { action: 'test.service_wide', source_ip: '203.0.113.9' });
+  ops = await operatorFixture(svc);
 });
 afterAll(() => svc.close());
 
@@ -59,7 +62,17 @@ interface Row {
 const onlyGlobalAdmin = (ok: number, keyOk = 403): Expect => ({ anonymous: 401, global_admin: ok, key_with_scope: keyOk, rest: 403 });
 const projectRead: Expect = { anonymous: 401, other_project: 404, key_without_scope: 403, rest: 200 };
 const projectAdmin = (ok: number): Expect => ({ anonymous: 401, viewer: 403, operator: 403, other_project: 404, project_admin: ok, global_admin: ok, rest: 403 });
+/** Operator routes of the default project: keys need commands:write (admin:* here). */
+const projectOperator = (ok: number): Expect => ({ anonymous: 401, viewer: 403, other_project: 404, key_without_scope: 403, rest: ok });
+const newBulkJob = async () =>
+  (await admin.call('POST', '/api/v1/projects/default/bulk-jobs', { body: { kind: 'retry', filter: { name: 'matrix' }, agent_id: ops.lpAgent } })).body.id as string;
+const commands = '/api/v1/projects/default/commands';
 const anySession = (ok = 200): Expect => ({ anonymous: 401, key_with_scope: 403, key_without_scope: 403, rest: ok });
+/** Schedule routes of the default project; a fresh schedule (svc's own scheduler) per call that changes one. */
+const schedules = '/api/v1/projects/default/schedules';
+const scheduleBody = () => ({ name: 'matrix', engine: 'celery', kind: 'interval', expression: '60', task_name: 'app.tasks.matrix' });
+const newSchedule = async () => (await admin.call('POST', schedules, { body: { ...scheduleBody(), name: `s-${uniq()}` } })).body.id as string;
+const scheduleOperator = (ok: number): Expect => ({ anonymous: 401, viewer: 403, other_project: 404, key_without_scope: 403, rest: ok });
 
 const ROWS: Row[] = [
   // users
@@ -128,9 +141,71 @@ const ROWS: Row[] = [
   { name: 'GET /auth/mfa/trusted-devices', request: async () => ({ method: 'GET', path: '/api/v1/auth/mfa/trusted-devices' }), expect: anySession() },
   { name: 'GET /api-keys', request: async () => ({ method: 'GET', path: '/api/v1/api-keys' }), expect: anySession() },
   { name: 'GET /api-keys/scopes', request: async () => ({ method: 'GET', path: '/api/v1/api-keys/scopes' }), expect: anySession() },
-  { name: 'GET /setup/status', request: async () => ({ method: 'GET', path: '/api/v1/setup/status' }), expect: { anonymous: 401, key_without_scope: 200, rest: 200 } },
-  // activity
-  { name: 'GET /activity', request: async () => ({ method: 'GET', path: '/api/v1/activity?limit=200' }), expect: anySession() },
+  // operator actions (viewer refused on every one)
+  { name: 'POST /commands/restart-worker', request: async () => ({ method: 'POST', path: `${commands}/restart-worker`, opts: { body: { worker_name: 'celery@matrix' } } }), expect: projectOperator(202) },
+  { name: 'POST /commands/pool-resize', request: async () => ({ method: 'POST', path: `${commands}/pool-resize`, opts: { body: { worker_name: 'celery@matrix', delta: 1 } } }), expect: projectOperator(202) },
+  { name: 'POST /commands/add-consumer', request: async () => ({ method: 'POST', path: `${commands}/add-consumer`, opts: { body: { worker_name: 'celery@matrix', queue: 'q' } } }), expect: projectOperator(202) },
+  { name: 'POST /commands/cancel-consumer', request: async () => ({ method: 'POST', path: `${commands}/cancel-consumer`, opts: { body: { worker_name: 'celery@matrix', queue: 'q' } } }), expect: projectOperator(202) },
+  { name: 'POST /commands/rate-limit', request: async () => ({ method: 'POST', path: `${commands}/rate-limit`, opts: { body: { task_name: 'app.tasks.matrix', rate: '5/s', engine: 'celery' } } }), expect: projectOperator(202) },
+  {
+    name: 'POST /commands/requeue-dead-letter',
+    request: async () => ({ method: 'POST', path: `${commands}/requeue-dead-letter`, opts: { body: { engine: 'celery', task_id: 'x', agent_id: ops.lpAgent } } }),
+    expect: projectOperator(202),
+  },
+  { name: 'POST /commands/list-dead-letters', request: async () => ({ method: 'POST', path: `${commands}/list-dead-letters`, opts: { body: { engine: 'celery' } } }), expect: projectOperator(202) },
+  {
+    name: 'POST /commands/purge-queue/confirm-token',
+    request: async () => ({ method: 'POST', path: `${commands}/purge-queue/confirm-token`, opts: { body: { queue: 'parked' } } }),
+    expect: { ...projectAdmin(201), key_with_scope: 201 },
+  },
+  {
+    // The token is the administrator's: any other caller allowed to purge is refused it (409).
+    name: 'POST /commands/purge-queue',
+    request: async () => {
+      const token = (await admin.call('POST', `${commands}/purge-queue/confirm-token`, { body: { queue: 'parked' } })).body.confirm_token;
+      return { method: 'POST', path: `${commands}/purge-queue`, opts: { body: { queue: 'parked', confirm_token: token } } };
+    },
+    expect: { ...projectAdmin(409), global_admin: 202, key_with_scope: 409 },
+  },
+  // bulk jobs and bulk delete
+  { name: 'POST /bulk-jobs', request: async () => ({ method: 'POST', path: '/api/v1/projects/default/bulk-jobs', opts: { body: { kind: 'retry', filter: { name: 'matrix' }, agent_id: ops.lpAgent } } }), expect: projectOperator(201) },
+  { name: 'GET /bulk-jobs', request: async () => ({ method: 'GET', path: '/api/v1/projects/default/bulk-jobs' }), expect: projectRead },
+  { name: 'GET /bulk-jobs/{id}', request: async () => ({ method: 'GET', path: `/api/v1/projects/default/bulk-jobs/${await newBulkJob()}` }), expect: projectRead },
+  { name: 'GET /bulk-jobs/{id}/items', request: async () => ({ method: 'GET', path: `/api/v1/projects/default/bulk-jobs/${await newBulkJob()}/items` }), expect: projectRead },
+  { name: 'POST /bulk-jobs/{id}/abort', request: async () => ({ method: 'POST', path: `/api/v1/projects/default/bulk-jobs/${await newBulkJob()}/abort` }), expect: projectOperator(200) },
+  {
+    name: 'POST /tasks/bulk-delete',
+    request: async () => ({ method: 'POST', path: '/api/v1/projects/default/tasks/bulk-delete', opts: { body: { filter: { name: 'no-such-task' } } } }),
+    expect: { ...projectAdmin(200), key_with_scope: 200 },
+  },
+  // schedules (reads: members; enable/disable/trigger: operators; definitions, import, resync: project admins; keys need schedules:*, admin:* here)
+  { name: 'GET /projects/{slug}/schedules', request: async () => ({ method: 'GET', path: schedules }), expect: projectRead },
+  {
+    name: 'POST /projects/{slug}/schedules',
+    request: async () => ({ method: 'POST', path: schedules, opts: { body: { ...scheduleBody(), name: `m-${uniq()}` } } }),
+    expect: { ...projectAdmin(201), key_with_scope: 201 },
+  },
+  { name: 'GET /projects/{slug}/schedules/misfires', request: async () => ({ method: 'GET', path: `${schedules}/misfires` }), expect: projectRead },
+  { name: 'POST /projects/{slug}/schedules/diff', request: async () => ({ method: 'POST', path: `${schedules}/diff`, opts: { body: { schedules: [scheduleBody()] } } }), expect: { ...projectAdmin(200), key_with_scope: 200 } },
+  {
+    name: 'POST /projects/{slug}/schedules/import',
+    request: async () => ({ method: 'POST', path: `${schedules}/import`, opts: { body: { schedules: [{ ...scheduleBody(), name: `i-${uniq()}` }] } } }),
+    expect: { ...projectAdmin(200), key_with_scope: 200 },
+  },
+  // No scheduler agent is online in this service: the admins' resync is refused with 409.
+  { name: 'POST /projects/{slug}/schedules/resync', request: async () => ({ method: 'POST', path: `${schedules}/resync` }), expect: { ...projectAdmin(409), key_with_scope: 409 } },
+  { name: 'GET /projects/{slug}/schedules/{id}', request: async () => ({ method: 'GET', path: `${schedules}/${await newSchedule()}` }), expect: projectRead },
+  { name: 'GET /projects/{slug}/schedules/{id}/fires', request: async () => ({ method: 'GET', path: `${schedules}/${await newSchedule()}/fires` }), expect: projectRead },
+  {
+    name: 'PATCH /projects/{slug}/schedules/{id}',
+    request: async () => ({ method: 'PATCH', path: `${schedules}/${await newSchedule()}`, opts: { body: { expression: '120' } } }),
+    expect: { ...projectAdmin(200), key_with_scope: 200 },
+  },
+  { name: 'DELETE /projects/{slug}/schedules/{id}', request: async () => ({ method: 'DELETE', path: `${schedules}/${await newSchedule()}` }), expect: { ...projectAdmin(200), key_with_scope: 200 } },
+  { name: 'POST /projects/{slug}/schedules/{id}/enable', request: async () => ({ method: 'POST', path: `${schedules}/${await newSchedule()}/enable` }), expect: scheduleOperator(200) },
+  { name: 'POST /projects/{slug}/schedules/{id}/disable', request: async () => ({ method: 'POST', path: `${schedules}/${await newSchedule()}/disable` }), expect: scheduleOperator(200) },
+  // svc's own schedule: the fire is buffered (no agent runs its engine), 202.
+  { name: 'POST /projects/{slug}/schedules/{id}/trigger', request: async () => ({ method: 'POST', path: `${schedules}/${await newSchedule()}/trigger` }), expect: scheduleOperator(202) },
 ];
 
 describe('role matrix', () => {
@@ -155,7 +230,8 @@ describe('role matrix', () => {
 
 describe('what each caller sees', () => {
   test('activity: admins see every row with source_ip; members see only their projects and never source_ip; others nothing of ours', async () => {
-    const adminFeed = (await call('global_admin', 'GET', '/api/v1/activity?limit=200')).body.items;
+    // Filtered: the rows above leave more than a page of newer rows.
+    const adminFeed = (await call('global_admin', 'GET', '/api/v1/activity?limit=200&action_prefix=test.')).body.items;
     expect(adminFeed.some((i: any) => i.action === 'test.service_wide' && i.source_ip === '203.0.113.9')).toBe(true);
     for (const actor of ['viewer', 'operator', 'project_admin'] as const) {
       const items = (await call(actor, 'GET', '/api/v1/activity?limit=200')).body.items;

@@ -298,3 +298,79 @@ export class WsAgent {
     this.ws.close();
   }
 }
+
+/** What a schedule.external.activate command binds (its parameters). */
+export interface ScheduleStream {
+  scheduler: string;
+  stream_id: string;
+  epoch_uuid: string;
+  epoch_number: number;
+  adapter_instance_id: string;
+  source_scope: string;
+}
+
+/** One schedule as a z4j scheduler adapter projects it (the external protocol's normalized row). */
+export function scheduleRow(scheduler: string, fields: Record<string, JsonInput> = {}): Record<string, JsonInput> {
+  const name = (fields.name as string | undefined) ?? `job-${crypto.randomUUID().slice(0, 6)}`;
+  return {
+    source_key: name,
+    engine: scheduler.split('-')[0]!,
+    scheduler,
+    name,
+    task_name: 'app.tasks.tick',
+    kind: 'interval',
+    expression: '60',
+    timezone: 'UTC',
+    queue: null,
+    priority: 'normal',
+    args: [],
+    kwargs: {},
+    is_enabled: true,
+    last_run_at: null,
+    next_run_at: null,
+    total_runs: 0,
+    external_id: name,
+    catch_up: 'skip',
+    source: `${scheduler}:test`,
+    source_hash: null,
+    ...fields,
+  };
+}
+
+/** The schedule.snapshot events of one stable external snapshot (rows frames, then the terminal frame),
+ * one event per frame as the z4j agents send them; `perFrame` rows go in each rows frame. */
+export function externalSnapshotEvents(stream: ScheduleStream, sequence: number, rows: Record<string, JsonInput>[], perFrame = 50): Record<string, JsonInput>[] {
+  const snapshotId = crypto.randomUUID();
+  const chunks: Record<string, JsonInput>[][] = [];
+  for (let i = 0; i < rows.length; i += perFrame) chunks.push(rows.slice(i, i + perFrame));
+  const frame = (kind: 'rows' | 'terminal', index: number, schedules: Record<string, JsonInput>[]) => ({
+    id: crypto.randomUUID(),
+    kind: 'schedule.snapshot',
+    engine: stream.scheduler,
+    task_id: '',
+    occurred_at: new Date(nowMicros() / 1000).toISOString().replace('Z', '+00:00'),
+    data: {
+      external_snapshot_frame: {
+        protocol_version: 1,
+        stream_id: stream.stream_id,
+        epoch_uuid: stream.epoch_uuid,
+        epoch_number: stream.epoch_number,
+        sequence,
+        owner: stream.scheduler,
+        source_scope: stream.source_scope,
+        adapter_instance_id: stream.adapter_instance_id,
+        snapshot_id: snapshotId,
+        frame_kind: kind,
+        frame_index: index,
+        frame_count: chunks.length,
+        row_count: rows.length,
+        snapshot_digest: '0'.repeat(64),
+        stable_source: true,
+        schedules,
+      },
+      frame_digest: '0'.repeat(64),
+      reason: 'activation',
+    },
+  });
+  return [...chunks.map((c, i) => frame('rows', i, c)), frame('terminal', chunks.length, [])];
+}

@@ -66,7 +66,11 @@ export class World {
   certFile!: string;
   redisPort = 0;
 
-  async start(): Promise<void> {
+  /** The environment svc was started with (its SVC_HOME: the CLI can be run against the same installation). */
+  env: Record<string, string> = {};
+
+  /** Starts Redis and svc; `extraEnv` adds svc settings. */
+  async start(extraEnv: Record<string, string> = {}): Promise<void> {
     this.redisPort = freePort();
     // One database per cell keeps engines' queues and registries apart.
     const redis = Bun.spawn(['redis-server', '--port', String(this.redisPort), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--databases', '64'], { stdout: 'ignore', stderr: 'ignore' });
@@ -78,7 +82,9 @@ export class World {
       SVC_BOOTSTRAP_ADMIN_PASSWORD: STRONG_PASSWORD,
       // Notification webhooks to the test receiver over plain http (its address still passes the outbound policy).
       SVC_NOTIFICATIONS_WEBHOOK_ALLOW_HTTP: 'true',
+      ...extraEnv,
     });
+    this.env = env;
     this.svc = await startSvc(env);
     this.certFile = join(env.SVC_HOME!, 'tls/self-signed.crt');
     this.api = new Api(this.svc.url, await Bun.file(this.certFile).text());

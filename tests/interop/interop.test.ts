@@ -5,7 +5,8 @@
 // with the states, names, arguments, results and retry counts the engine
 // reports; a cancel and a retry issued through svc's API must reach the agent
 // and their results be recorded, or, where the adapter cannot do it, end with
-// the refusal the user sees.
+// the refusal the user sees (svc's own, at once, where a WebSocket agent did
+// not advertise the action; the agent's otherwise).
 //
 // SVC_INTEROP_ENGINES=rq,huey runs only those engines (while developing one).
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
@@ -113,6 +114,11 @@ for (const engine of engines) {
         const target = await cell.enqueue('sleepy', ...(isRefusal(spec) ? ['0.1'] : spec.sleepy));
         if (!isRefusal(spec)) await world.waitForTask(cell.proc, engine.name, target, spec.before);
         const issued = await world.api.call('POST', '/api/v1/projects/default/commands/cancel-task', { engine: engine.name, task_id: target, agent_id: cell.agentId });
+        if (isRefusal(spec) && transport === 'ws') {
+          // A WebSocket agent advertised what its adapter supports: svc refuses at once, nothing is sent.
+          expect([issued.status, issued.body.error]).toEqual([409, 'capability_not_advertised']);
+          return;
+        }
         expect(issued.status).toBe(202);
         const done = await world.waitForCommand(cell.proc, issued.body.id);
         expect(done.dispatched_at).not.toBeNull();
@@ -133,6 +139,10 @@ for (const engine of engines) {
         await world.waitForTask(cell.proc, engine.name, bad, 'failure');
         const body = { engine: engine.name, task_id: bad, agent_id: cell.agentId, ...(isRefusal(spec) ? {} : spec.body?.(args)) };
         const issued = await world.api.call('POST', '/api/v1/projects/default/commands/retry-task', body);
+        if (isRefusal(spec) && transport === 'ws') {
+          expect(issued.status).toBe(409);
+          return;
+        }
         expect(issued.status).toBe(202);
         const done = await world.waitForCommand(cell.proc, issued.body.id);
         if (isRefusal(spec)) {

@@ -110,7 +110,7 @@ beforeAll(async () => {
 
 afterAll(async () => {
   for (const svc of running) await svc.stop('SIGKILL');
-});
+}, 30_000);
 
 describe('the OpenAPI document holds for every caller (schemathesis against dist/svc)', () => {
   test('anonymous', async () => expectClean(await fuzz(main.svc.url, {}, { skip: DESTRUCTIVE })), 180_000);

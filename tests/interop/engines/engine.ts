@@ -50,6 +50,26 @@ export interface RetrySupport {
   rerun?: (args: unknown[]) => Record<string, unknown>;
 }
 
+/** An engine's operator-action cells (operator-actions.test.ts): a worker whose pool can be resized and
+ * restarted, a client script to ask the engine and its broker what happened, and the refusals the user
+ * sees for the actions its adapter does not support. */
+export interface OperatorActions {
+  /** The worker's argv for these cells; `bin` is the venv's bin directory. */
+  worker(bin: string, cell: { transport: Transport; name: string }): string[];
+  /** The app's client script (fail, park, llen, inspect; see app/celery/ops_client.py). */
+  client: string;
+  /** A queue the cell's worker does not consume: purged in the test. */
+  parkedQueue: string;
+  /** Why the agent reports no depth for that queue, if it does not: svc then cannot confirm a depth, and the
+   * purge goes with force after the confirm token (the agent skips its own depth check). */
+  noDepth?: string;
+  /** A queue the worker is told to consume, then to stop consuming. */
+  extraQueue: string;
+  /** Actions the adapter does not advertise: the agent's refusal (long-poll; svc refuses them at once for a
+   * WebSocket agent, from what it advertised). Keyed by the route under /commands and its body. */
+  refused: { route: string; body: Record<string, unknown>; refusal: Refusal }[];
+}
+
 export interface Engine {
   /** svc's name of the engine (task URLs, engine_adapters). */
   name: string;
@@ -75,6 +95,8 @@ export interface Engine {
   skip?: Partial<Record<Transport, string>>;
   /** Capabilities a WebSocket agent of this engine advertises (a subset is enough). */
   capabilities: string[];
+  /** Operator-action cells; engines without them are listed as not described there. */
+  actions?: OperatorActions;
 }
 
 export const isRefusal = (x: object): x is Refusal => 'why' in x;

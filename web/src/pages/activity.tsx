@@ -5,11 +5,14 @@ import { useEffect, useRef, useState } from 'preact/hooks';
 import { useLocation } from 'preact-iso';
 import { ApiError, api, asApiError } from '../api/client.ts';
 import type { ActivityItem, ActivityPage, User } from '../api/types.ts';
+import { useLive } from '../lib/live.ts';
 import { me, projects } from '../session.ts';
 import { Badge, Empty, PageHeader, Section, Time } from '../ui/bits.tsx';
 import { ErrorNotice } from '../ui/errors.tsx';
 
 const POLL_MS = 5000;
+/** While the live stream is up, new rows come by its notices; this slow poll only backs it up. */
+const LIVE_POLL_MS = 60_000;
 const PAGE = 50;
 const PREFIXES = ['auth.', 'user.', 'project.', 'membership.', 'invitation.', 'api_key.', 'audit.', 'setup.', 'agent.'];
 
@@ -85,6 +88,14 @@ export function ActivityPage() {
   const timer = useRef<ReturnType<typeof setTimeout> | undefined>(undefined);
   const pollNow = useRef<() => void>(() => {});
   const filters = { project_slug: project || undefined, action_prefix: prefix || undefined };
+  // A notice of new rows asks for them at once (at most every 2 s: the feed allows 60 requests a minute).
+  const stream = useLive(project || '*', ['activity'], () => liveRef.current && pollNow.current(), { throttleMs: 2000, fallbackMs: 0 });
+  const streamUp = useRef(false);
+  streamUp.current = stream === 'live';
+  useEffect(() => {
+    // The stream went down: back to polling every POLL_MS from now, not after the slow poll's wait.
+    if (stream === 'down' && loaded && liveRef.current) pollNow.current();
+  }, [stream]);
 
   /** A 429 pauses for its Retry-After; other failures show and the next poll tries again. */
   const failed = (e: unknown): number => {
@@ -140,7 +151,7 @@ export function ActivityPage() {
         }
         setError(null);
         setLimited(null);
-        schedule(POLL_MS);
+        schedule(streamUp.current ? LIVE_POLL_MS : POLL_MS);
       } catch (e) {
         if (!stopped) schedule(failed(e));
       } finally {

@@ -27,6 +27,8 @@ app.conf.update(
     beat_schedule={
         "interop-beat-tick": {"task": "interop.beat.tick", "schedule": 2.0, "args": ("beat",)},
         "interop-beat-add": {"task": "interop.beat.add", "schedule": 3.0, "args": (2, 3)},
+        # Due only once an hour: what runs of it svc sees come from "trigger now".
+        "interop-beat-hourly": {"task": "interop.beat.hourly", "schedule": 3600.0},
     },
 )
 
@@ -39,6 +41,11 @@ def tick(source):
 @app.task(name="interop.beat.add")
 def add(x, y):
     return x + y
+
+
+@app.task(name="interop.beat.hourly")
+def hourly():
+    return "hourly"
 
 
 _agent = None

@@ -3,6 +3,7 @@
 import { useLocation } from 'preact-iso';
 import { api } from '../../api/client.ts';
 import type { Agent, HealthSample } from '../../api/types.ts';
+import { concerns, useLive } from '../../lib/live.ts';
 import { useResource } from '../../lib/use-resource.ts';
 import { BackLink, Empty, Facts, Loaded, RefreshButton, Section, Time } from '../../ui/bits.tsx';
 import { LossChart, lossParts, lossTotal } from '../../ui/loss-chart.tsx';
@@ -77,6 +78,7 @@ export function AgentDetail({ project, params }: ProjectPageProps) {
   const list = `/projects/${project.slug}/agents`;
   const path = `${projectPath(project.slug)}/agents/${encodeURIComponent(params.agent_id ?? '')}`;
   const agent = useResource(() => api.get<Agent>(path), [path]);
+  useLive(project.slug, ['agent'], (e) => concerns(e, params.agent_id) && agent.reload());
   return (
     <div class="stack">
       <BackLink href={list}>All agents</BackLink>

@@ -6,6 +6,7 @@ import { useState } from 'preact/hooks';
 import { api } from '../../api/client.ts';
 import type { Agent, MintedAgent, Project } from '../../api/types.ts';
 import { plural } from '../../lib/format.ts';
+import { useLive } from '../../lib/live.ts';
 import { usePoll } from '../../lib/use-poll.ts';
 import { Badge, ConfirmButton, ConfirmDialog, Empty, Loaded, RefreshButton, Section, Time } from '../../ui/bits.tsx';
 import { AgentState } from '../../ui/status.tsx';
@@ -190,6 +191,8 @@ export function ProjectAgents({ project }: ProjectPageProps) {
   const [minted, setMinted] = useState<MintedAgent | null>(null);
   const admin = project.role === 'admin';
   const mintedState = minted ? (agents.data?.find((a) => a.id === minted.agent.id)?.state ?? minted.agent.state) : null;
+  // Agents coming online, going offline, minted or revoked anywhere: the list is read again.
+  useLive(project.slug, ['agent'], () => agents.reload());
   usePoll(agents.reload, WATCH_MS, mintedState !== null && mintedState !== 'online');
   const onMinted = (m: MintedAgent) => {
     setMinted(m);

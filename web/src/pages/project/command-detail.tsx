@@ -3,6 +3,7 @@
 import { api } from '../../api/client.ts';
 import type { Command } from '../../api/types.ts';
 import { usePoll } from '../../lib/use-poll.ts';
+import { concerns, useLive } from '../../lib/live.ts';
 import { useResource } from '../../lib/use-resource.ts';
 import { me } from '../../session.ts';
 import { BackLink, Facts, Loaded, Section, Time } from '../../ui/bits.tsx';
@@ -67,7 +68,9 @@ export function CommandDetail({ project, params }: ProjectPageProps) {
   const path = `${projectPath(project.slug)}/commands/${encodeURIComponent(params.command_id ?? '')}`;
   const command = useResource(() => api.get<Command>(path), [path]);
   const agents = useAgents(project.slug);
-  usePoll(command.reload, WATCH_MS, command.data !== undefined && !COMMAND_ENDED.has(command.data.status));
+  // Polled only while the stream is down (fallbackMs 0: the poll below is this page's fallback).
+  const live = useLive(project.slug, ['command'], (e) => concerns(e, params.command_id) && command.reload(), { fallbackMs: 0 });
+  usePoll(command.reload, WATCH_MS, live === 'down' && command.data !== undefined && !COMMAND_ENDED.has(command.data.status));
   return (
     <div class="stack">
       <BackLink href={`/projects/${project.slug}/commands`}>All commands</BackLink>

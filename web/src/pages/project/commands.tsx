@@ -4,9 +4,11 @@
 import { useLocation } from 'preact-iso';
 import { api } from '../../api/client.ts';
 import { COMMAND_STATUSES, type Command, type CommandPage } from '../../api/types.ts';
+import { useLivePaged } from '../../lib/live.ts';
 import { usePaged } from '../../lib/use-paged.ts';
 import { Empty, Time } from '../../ui/bits.tsx';
 import { jsonLine } from '../../ui/json.tsx';
+import { LiveBadge } from '../../ui/live-badge.tsx';
 import { PagedSection } from '../../ui/paged-table.tsx';
 import { CommandStatusBadge } from '../../ui/status.tsx';
 import type { ProjectPageProps } from './sections.ts';
@@ -49,10 +51,12 @@ export function ProjectCommands({ project }: ProjectPageProps) {
   const { query, route, path } = useLocation();
   const status = query.status ?? '';
   const agents = useAgents(project.slug);
-  const commands = usePaged(
+  const paged = usePaged(
     (cursor) => api.get<CommandPage>(...commandsGet(project.slug, status, cursor)),
     [project.slug, status],
   );
+  // Issued, delivered and answered commands update in place (the first page read again on a notice).
+  const commands = useLivePaged(paged, project.slug, 'command', () => api.get<CommandPage>(...commandsGet(project.slug, status, null)), (c) => c.id);
   return (
     <div class="stack">
       <form class="filters" aria-label="Filter the commands" onSubmit={(e) => e.preventDefault()}>
@@ -77,6 +81,7 @@ export function ProjectCommands({ project }: ProjectPageProps) {
       <PagedSection
         title="Commands"
         paged={commands}
+        actions={<LiveBadge state={commands.live} />}
         what="command"
         columns={COMMAND_COLUMNS}
         empty={

@@ -5,6 +5,7 @@ import { useLocation } from 'preact-iso';
 import { api } from '../../api/client.ts';
 import type { MintedAgent, Project } from '../../api/types.ts';
 import { plural } from '../../lib/format.ts';
+import { useLive } from '../../lib/live.ts';
 import { usePoll } from '../../lib/use-poll.ts';
 import { me } from '../../session.ts';
 import { ConfirmButton, Loaded, Section, Time } from '../../ui/bits.tsx';
@@ -23,6 +24,7 @@ function AgentsSummary(props: { project: Project }) {
   const agents = useAgents(project.slug);
   const [minted, setMinted] = useState<MintedAgent | null>(null);
   const mintedState = minted ? (agents.data?.find((a) => a.id === minted.agent.id)?.state ?? minted.agent.state) : null;
+  useLive(project.slug, ['agent'], () => agents.reload());
   usePoll(agents.reload, WATCH_MS, mintedState !== null && mintedState !== 'online');
   const base = `/projects/${project.slug}`;
   if (minted) return <MintedAgentPanel project={project} minted={minted} state={mintedState!} onDone={() => setMinted(null)} />;

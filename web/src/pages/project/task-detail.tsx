@@ -3,6 +3,7 @@
 import { api } from '../../api/client.ts';
 import type { TaskDetail as Detail } from '../../api/types.ts';
 import { duration } from '../../lib/format.ts';
+import { concerns, useLive } from '../../lib/live.ts';
 import { useResource } from '../../lib/use-resource.ts';
 import { BackLink, Facts, Loaded, RefreshButton, Section, Time } from '../../ui/bits.tsx';
 import { JsonBlock } from '../../ui/json.tsx';
@@ -70,6 +71,7 @@ export function TaskDetail({ project, params }: ProjectPageProps) {
   const id = `${encodeURIComponent(params.engine ?? '')}/${encodeURIComponent(params.task_id ?? '')}`;
   const path = `${projectPath(project.slug)}/tasks/${id}`;
   const task = useResource(() => api.get<Detail>(path), [path]);
+  useLive(project.slug, ['task'], (e) => concerns(e, params.task_id) && task.reload());
   const agents = useAgents(project.slug);
   return (
     <div class="stack">

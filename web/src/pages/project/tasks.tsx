@@ -8,9 +8,11 @@ import { api } from '../../api/client.ts';
 import { TASK_STATES, type Queue, type Task, type TaskPage, type Worker } from '../../api/types.ts';
 import { apiTimeOf, localInputOf } from '../../lib/api-time.ts';
 import { duration } from '../../lib/format.ts';
+import { useLivePaged } from '../../lib/live.ts';
 import { usePaged } from '../../lib/use-paged.ts';
 import { useResource } from '../../lib/use-resource.ts';
 import { Empty, Time } from '../../ui/bits.tsx';
+import { LiveBadge } from '../../ui/live-badge.tsx';
 import { PagedSection } from '../../ui/paged-table.tsx';
 import { TaskStateBadge } from '../../ui/status.tsx';
 import type { ProjectPageProps } from './sections.ts';
@@ -143,10 +145,12 @@ export function ProjectTasks({ project }: ProjectPageProps) {
   const { query } = useLocation();
   const filters = taskFilters(query);
   const key = JSON.stringify(filters);
-  const tasks = usePaged(
+  const paged = usePaged(
     (cursor) => api.get<TaskPage>(...tasksGet(project.slug, filters, cursor)),
     [project.slug, key],
   );
+  // New and changed tasks appear without a reload: the stream says which changed, the first page is read again.
+  const tasks = useLivePaged(paged, project.slug, 'task', () => api.get<TaskPage>(...tasksGet(project.slug, filters, null)), (t) => t.id);
   const filtered = TASK_FILTERS.some((k) => query[k]);
   const [suggest, setSuggest] = useState(false);
   return (
@@ -157,6 +161,7 @@ export function ProjectTasks({ project }: ProjectPageProps) {
       <PagedSection
         title="Tasks"
         paged={tasks}
+        actions={<LiveBadge state={tasks.live} />}
         what="task"
         columns={['Task', 'State', 'Queue', 'Worker', 'First seen', 'Run time', 'Retries']}
         empty={

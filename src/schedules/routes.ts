@@ -1,0 +1,266 @@
+// /api/v1/projects/{slug}/schedules: the inventory and fire history (viewer;
+// schedules:read), definitions, import, diff and resync (project admin),
+// enable, disable and trigger now (operator); API keys need schedules:write
+// for writes. A write refused by the access rules is an audit row too
+// (`schedules.access.denied|unauth|not_found`): the spec's one band of audited
+// denials (rate-limited per caller, so refused calls cannot flood the chain).
+import { Type } from '@sinclair/typebox';
+import { Elysia } from 'elysia';
+import { grantOf, guarded } from '../access/guard.ts';
+import { actorOf } from '../auth/actor.ts';
+import { principalOf } from '../auth/principal.ts';
+import type { Contract } from '../http/contract.ts';
+import { Success } from '../http/contract.ts';
+import { ApiError } from '../http/errors.ts';
+import { ProjectPath, ProjectSlug, Uuid } from '../http/schemas.ts';
+import { requestIpOf } from '../http/request.ts';
+import { nowMicros } from '../lib/clock.ts';
+import { describeError } from '../lib/errors.ts';
+import { logger } from '../lib/log.ts';
+import { findProjectBySlug } from '../projects/service.ts';
+import type { AppContext } from '../server/context.ts';
+import {
+  ControlResult,
+  DiffResult,
+  FirePublic,
+  FiresQuery,
+  ImportBody,
+  ImportResult,
+  ListQuery,
+  MisfireList,
+  MisfiresQuery,
+  ResyncResult,
+  ScheduleCreate,
+  SchedulePage,
+  SchedulePatch,
+  SchedulePublic,
+} from './schemas.ts';
+import { applyImport, createSchedule, deleteSchedule, diffImport, getSchedule, listFires, listMisfires, listSchedules, patchSchedule, resync, setEnabled, triggerNow } from './service.ts';
+
+const log = logger('schedules');
+const READ = { user: { scope: 'schedules:read' }, project: 'viewer' } as const;
+const OPERATE = { user: { scope: 'schedules:write' }, project: 'operator' } as const;
+const ADMIN = { user: { scope: 'schedules:write' }, project: 'admin' } as const;
+const SchedulePath = Type.Object({ slug: ProjectSlug, schedule_id: Uuid });
+const NOT_FOUND = { 404: ['not_found'] } as const;
+/** Controls routed to the schedule's scheduler: none of its agents online. */
+const CONTROL_ERRORS = { 404: ['not_found'], 409: ['no_online_agent'] } as const;
+
+const DENIAL_ACTION: Record<number, string> = { 401: 'schedules.access.unauth', 403: 'schedules.access.denied', 404: 'schedules.access.not_found' };
+/** One denial row per caller (user, or address when anonymous) and kind at most this often. */
+const DENIAL_INTERVAL_MICROS = { signedIn: 10_000_000, anonymous: 600_000_000 };
+const lastDenial = new Map<string, number>();
+
+function denialDue(key: string, interval: number): boolean {
+  const now = nowMicros();
+  const at = lastDenial.get(key);
+  if (at !== undefined && now - at < interval) return false;
+  lastDenial.delete(key);
+  lastDenial.set(key, now);
+  if (lastDenial.size > 50_000) lastDenial.delete(lastDenial.keys().next().value!);
+  return true;
+}
+
+/** Writes the audit row of a refused schedule write (never fails the answer). */
+async function auditDenial(ctx: AppContext, request: Request, slug: string | undefined, e: ApiError): Promise<void> {
+  const action = DENIAL_ACTION[e.status];
+  if (!action) return;
+  try {
+    const who = await principalOf(ctx, request).catch(() => null);
+    const ip = requestIpOf(ctx, request);
+    const key = `${who?.user.id ?? `ip:${ip}`}|${action}`;
+    if (!denialDue(key, who ? DENIAL_INTERVAL_MICROS.signedIn : DENIAL_INTERVAL_MICROS.anonymous)) return;
+    const project = slug ? await findProjectBySlug(ctx.db, slug) : null;
+    const path = new URL(request.url).pathname;
+    await ctx.audit.record(ctx.db, {
+      ...actorOf(ctx, request, who),
+      action,
+      result: 'denied',
+      target_type: 'project',
+      target_id: project?.id ?? slug ?? '',
+      project_id: project?.id ?? null,
+      metadata: { method: request.method, path, error: e.error, status: e.status },
+    });
+  } catch (err) {
+    log.warn({ err: describeError(err) }, 'auditing a refused schedule write failed');
+  }
+}
+
+/** guarded() for a schedule write: a refusal by the access rules is audited before it is answered. */
+function audited<C extends Contract>(ctx: AppContext, c: C, roleFor?: (body: any) => 'viewer' | 'operator' | 'admin') {
+  const options = guarded(ctx, c, roleFor);
+  const guard = options.beforeHandle!;
+  return {
+    ...options,
+    beforeHandle: async (context: { request: Request; params: Record<string, string>; body: unknown }) => {
+      try {
+        await guard(context);
+      } catch (e) {
+        if (e instanceof ApiError) await auditDenial(ctx, context.request, context.params.slug, e);
+        throw e;
+      }
+    },
+  };
+}
+
+export const scheduleRoutes = (ctx: AppContext) => {
+  const who = (request: Request) => {
+    const grant = grantOf(request);
+    return { project: grant.project, actor: actorOf(ctx, request, grant.who) };
+  };
+  const app = new Elysia({ prefix: '/api/v1/projects/:slug/schedules', detail: { tags: ['schedules'] } })
+    .get('', ({ request, query }) => listSchedules(ctx.db, grantOf(request).project.id, query), {
+      ...guarded(ctx, { summary: 'Schedules of the project by name (keyset cursor), optionally of one scheduler', access: READ, params: ProjectPath, query: ListQuery, ok: SchedulePage }),
+    })
+    .post(
+      '',
+      async ({ request, body, set }) => {
+        const { project, actor } = who(request);
+        set.status = 201;
+        return createSchedule(ctx, project.id, body, actor);
+      },
+      {
+        ...audited(ctx, {
+          summary: "Create a schedule (svc's own scheduler unless `scheduler` names another); 409 when the name is taken for that scheduler",
+          access: ADMIN,
+          params: ProjectPath,
+          body: ScheduleCreate,
+          ok: SchedulePublic,
+          status: 201,
+          errors: { 409: ['conflict'] },
+        }),
+      },
+    )
+    .get('/misfires', async ({ request, query }) => listMisfires(ctx.db, grantOf(request).project, query.limit ?? 50), {
+      ...guarded(ctx, {
+        summary: "The project's detected schedule misfires across all its schedules, newest first (limit default 50, at most 1000)",
+        access: READ,
+        params: ProjectPath,
+        query: MisfiresQuery,
+        ok: MisfireList,
+      }),
+    })
+    .post('/diff', ({ request, body }) => diffImport(ctx.db, grantOf(request).project.id, body), {
+      ...audited(ctx, {
+        summary: 'Dry run of an import: what it would insert, update, leave unchanged and delete (nothing is written)',
+        access: ADMIN,
+        params: ProjectPath,
+        body: ImportBody,
+        ok: DiffResult,
+      }),
+    })
+    .post(
+      '/import',
+      ({ request, body }) => {
+        const { project, actor } = who(request);
+        return applyImport(ctx, project.id, body, actor);
+      },
+      {
+        ...audited(ctx, {
+          summary: 'Import schedules (upsert by scheduler and name; replace_for_source also deletes rows of that imported source that are not in the body)',
+          access: ADMIN,
+          params: ProjectPath,
+          body: ImportBody,
+          ok: ImportResult,
+        }),
+      },
+    )
+    .post(
+      '/resync',
+      async ({ request, set }) => {
+        const { project, actor } = who(request);
+        set.status = 202;
+        return resync(ctx, project, actor);
+      },
+      {
+        ...audited(ctx, {
+          summary: 'Ask every online scheduler agent of the project for a fresh snapshot (schedule.resync); 409 no_online_agent when none runs',
+          access: ADMIN,
+          params: ProjectPath,
+          ok: ResyncResult,
+          status: 202,
+          errors: { 409: ['no_online_agent'] },
+        }),
+      },
+    )
+    .get('/:schedule_id', ({ request, params }) => getSchedule(ctx.db, grantOf(request).project.id, params.schedule_id), {
+      ...guarded(ctx, { summary: 'One schedule', access: READ, params: SchedulePath, ok: SchedulePublic, errors: NOT_FOUND }),
+    })
+    .get('/:schedule_id/fires', ({ request, params, query }) => listFires(ctx.db, grantOf(request).project.id, params.schedule_id, query.limit ?? 100), {
+      ...guarded(ctx, {
+        summary: "The schedule's fires newest first: status, latency and error of each (limit default 100)",
+        access: READ,
+        params: SchedulePath,
+        query: FiresQuery,
+        ok: Type.Array(FirePublic),
+        errors: NOT_FOUND,
+      }),
+    })
+    .patch(
+      '/:schedule_id',
+      ({ request, params, body }) => {
+        const { project, actor } = who(request);
+        return patchSchedule(ctx, project.id, params.schedule_id, body, actor);
+      },
+      {
+        ...audited(ctx, {
+          summary: 'Change a schedule\'s definition (its scheduler stays)',
+          access: ADMIN,
+          params: SchedulePath,
+          body: SchedulePatch,
+          ok: SchedulePublic,
+          errors: { 404: ['not_found'], 409: ['conflict'] },
+        }),
+      },
+    )
+    .delete(
+      '/:schedule_id',
+      async ({ request, params }) => {
+        const { project, actor } = who(request);
+        await deleteSchedule(ctx, project.id, params.schedule_id, actor);
+        return { success: true as const };
+      },
+      {
+        ...audited(ctx, { summary: "Delete svc's record of a schedule and its fire history (the scheduler's own entry stays)", access: ADMIN, params: SchedulePath, ok: Success, errors: NOT_FOUND }),
+      },
+    )
+    .post(
+      '/:schedule_id/trigger',
+      async ({ request, params, set }) => {
+        const { project, actor } = who(request);
+        set.status = 202;
+        return triggerNow(ctx, project.id, params.schedule_id, actor);
+      },
+      {
+        ...audited(ctx, {
+          summary: "Run a schedule once now without moving its next run (schedule.trigger_now in its scheduler; svc's own fire as schedule.fire, buffered when no agent has the engine)",
+          access: OPERATE,
+          params: SchedulePath,
+          ok: ControlResult,
+          status: 202,
+          errors: CONTROL_ERRORS,
+        }),
+      },
+    );
+  // enable and disable: the same route twice.
+  return [true, false].reduce(
+    (a, enabled) =>
+      a.post(
+        `/:schedule_id/${enabled ? 'enable' : 'disable'}`,
+        ({ request, params }) => {
+          const { project, actor } = who(request);
+          return setEnabled(ctx, project.id, params.schedule_id, enabled, actor);
+        },
+        {
+          ...audited(ctx, {
+            summary: `${enabled ? 'Enable' : 'Disable (pause)'} a schedule: in its scheduler (schedule.${enabled ? 'enable' : 'disable'} to an online agent advertising the adapter) or, for svc's own, here`,
+            access: OPERATE,
+            params: SchedulePath,
+            ok: ControlResult,
+            errors: CONTROL_ERRORS,
+          }),
+        },
+      ),
+    app,
+  );
+};

@@ -1,0 +1,77 @@
+// Live updates in a real browser against the compiled dist/svc: the task list open in a tab shows a task an
+// agent uploads without a reload, within a second of the upload, and its row changes in place when the task
+// finishes. Its own installation; first boot, MFA enrolment and the agent go through the API.
+import { expect, test, type BrowserContext, type Page } from '@playwright/test';
+import { screenshot, totpOf } from './browser.ts';
+import { taskEvent, TestAgent } from './node-agent.ts';
+import { startSvc, type Svc } from './svc.ts';
+
+const ADMIN = { email: 'admin@example.com', password: 'Correct-Horse-Battery-9', display_name: 'Ada Admin' };
+
+let svc: Svc;
+let context: BrowserContext;
+let page: Page;
+let agent: TestAgent;
+
+async function csrfHeaders(): Promise<Record<string, string>> {
+  const csrf = (await context.cookies()).find((c) => c.name === 'svc_csrf')?.value ?? '';
+  return { 'x-csrf-token': csrf };
+}
+
+test.beforeAll(async ({ browser }) => {
+  svc = await startSvc();
+  context = await browser.newContext({ baseURL: svc.url });
+  page = await context.newPage();
+  const token = new URL(svc.setupUrl).searchParams.get('token');
+  expect((await page.request.post('/api/v1/setup/complete', { data: { token, ...ADMIN } })).status()).toBe(201);
+  const start = await page.request.post('/api/v1/auth/mfa/enroll-start', { headers: await csrfHeaders() });
+  const secret = (await start.json()).secret_base32;
+  const done = await page.request.post('/api/v1/auth/mfa/enroll-complete', { data: { code: totpOf(secret) }, headers: await csrfHeaders() });
+  expect(done.status()).toBe(200);
+  const minted = await page.request.post('/api/v1/projects/default/agents', { data: { name: 'live-agent' }, headers: await csrfHeaders() });
+  expect(minted.status()).toBe(201);
+  const m = await minted.json();
+  agent = new TestAgent({ baseUrl: svc.url, token: m.token, hmacSecret: m.hmac_secret, agentId: m.agent.id, projectId: m.agent.project_id });
+  expect((await agent.probe()).status).toBe(200);
+  // One task already there, so the list is a table from the start.
+  expect((await agent.upload([agent.eventBatch([taskEvent({ task_id: 'first-task', kind: 'task.received', data: { task_name: 'app.tasks.first' } })])])).status).toBe(200);
+});
+
+test.afterAll(async () => {
+  await context?.close();
+  await svc?.stop();
+});
+
+test('the task list shows a task uploaded meanwhile within a second, without a reload, and updates its row in place', async () => {
+  let liveSocket = false;
+  page.on('websocket', (ws) => {
+    if (ws.url().endsWith('/api/v1/live')) liveSocket = true;
+  });
+  await page.goto('/projects/default/tasks');
+  const table = page.getByRole('region', { name: 'Tasks', exact: true }).getByRole('table');
+  await expect(table.getByRole('row', { name: /app\.tasks\.first/ })).toBeVisible();
+  let navigations = 0;
+  page.on('framenavigated', () => navigations++);
+  // The stream is open and the project subscribed: the list says so.
+  await expect(page.getByTestId('live-state')).toHaveText('Live');
+  expect(liveSocket).toBe(true);
+
+  const uploaded = Date.now();
+  const up = await agent.upload([
+    agent.eventBatch([taskEvent({ task_id: 'live-task-1', kind: 'task.received', data: { task_name: 'app.billing.send_invoice', queue: 'emails' } })]),
+  ]);
+  expect(up.body).toMatchObject({ accepted: 1 });
+  const row = table.getByRole('row', { name: /app\.billing\.send_invoice/ });
+  await expect(row).toBeVisible({ timeout: 1000 });
+  const shownAfter = Date.now() - uploaded;
+  expect(shownAfter).toBeLessThan(1000);
+  await expect(row).toContainText('received');
+  await screenshot(page, 'live-task-list');
+
+  // The same row changes in place when the task succeeds (no second row, no reload).
+  await agent.upload([agent.eventBatch([taskEvent({ task_id: 'live-task-1', kind: 'task.succeeded', data: { task_name: 'app.billing.send_invoice', queue: 'emails', runtime_ms: 42 } })])]);
+  await expect(row).toContainText('success', { timeout: 3000 });
+  await expect(table.getByRole('row', { name: /app\.billing\.send_invoice/ })).toHaveCount(1);
+  expect(navigations).toBe(0);
+  test.info().annotations.push({ type: 'shown after upload', description: `${shownAfter} ms` });
+});
