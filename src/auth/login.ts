@@ -3,7 +3,7 @@
 // address is unknown, the password wrong, the account inactive or locked, so
 // neither content nor timing tells which accounts exist. Per-address
 // throttling and per-account lockout slow guessing; every attempt is audited.
-import { tooManyRequests, unauthorized } from '../http/errors.ts';
+import { forbidden, tooManyRequests, unauthorized } from '../http/errors.ts';
 import { isoMicros, nowIso, nowMicros, parseIsoMicros, sleep } from '../lib/clock.ts';
 import { limiterFor } from '../lib/rate-limit.ts';
 import { canonicalEmail } from '../lib/validate.ts';
@@ -13,6 +13,7 @@ import type { Actor } from './actor.ts';
 import { touchTrustedDevice, trustedDeviceMatches } from './mfa.ts';
 import { verifyPassword } from './passwords.ts';
 import { createSession, type NewSession } from './sessions.ts';
+import { passwordLoginAllowed } from './sso/policy.ts';
 
 
 export interface LoginInput {
@@ -46,6 +47,11 @@ export async function login(ctx: AppContext, input: LoginInput, actor: Actor, tr
 
 async function attempt(ctx: AppContext, input: LoginInput, actor: Actor, trustToken: string | null): Promise<LoginResult> {
   const email = canonicalEmail(input.email);
+  // Passwords turned off in favour of single sign-on: only the break-glass account may use one.
+  if (!passwordLoginAllowed(ctx.config, input.email)) {
+    await ctx.audit.record(ctx.db, { ...actor, action: 'auth.login', result: 'failed', target_type: 'user', target_id: '', metadata: { reason: 'password_login_disabled' } });
+    throw forbidden('password_login_disabled', 'password sign-in is turned off here; use single sign-on');
+  }
   const user = email ? await findUserByEmail(ctx.db, email) : null;
   const now = nowMicros();
   const locked = Boolean(user?.locked_until && parseIsoMicros(user.locked_until)! > now);
@@ -69,16 +75,29 @@ async function attempt(ctx: AppContext, input: LoginInput, actor: Actor, trustTo
     throw unauthorized('invalid_credentials', 'e-mail address or password is not right');
   }
   const u = user!;
-  const device = u.mfa_enrolled_at ? await trustedDeviceMatches(ctx, u.id, trustToken) : null;
-  const mfaRequired = u.mfa_enrolled_at !== null && !device;
+  return completeSignIn(ctx, u, { remember: Boolean(input.remember_me), trustToken, mfaAsserted: false, metadata: {} }, actor);
+}
+
+/** The end of every successful sign-in, by password or single sign-on (auth/sso): failure counters
+ * reset, last login, the session (MFA-verified when a remembered device or the identity provider
+ * vouches for it), and the `auth.login` row with `metadata`. */
+export async function completeSignIn(
+  ctx: AppContext,
+  u: UserRow,
+  how: { remember: boolean; trustToken: string | null; mfaAsserted: boolean; metadata: Record<string, unknown> },
+  actor: Actor,
+): Promise<LoginResult> {
+  const device = u.mfa_enrolled_at && !how.mfaAsserted ? await trustedDeviceMatches(ctx, u.id, how.trustToken) : null;
+  const mfaRequired = u.mfa_enrolled_at !== null && !how.mfaAsserted && !device;
   const loginAt = nowIso();
   const session = await ctx.db.tx(async (tx) => {
     await setAuthFields(tx, u.id, { failed_login_count: 0, locked_until: null, last_login_at: loginAt });
     const created = await createSession(tx, ctx, u, {
-      remember: Boolean(input.remember_me),
+      remember: how.remember,
       ip: actor.source_ip ?? null,
       userAgent: actor.user_agent ?? null,
-      mfaVerified: device !== null,
+      mfaVerified: how.mfaAsserted || device !== null,
+      ...(how.mfaAsserted ? { mfaVia: 'idp' as const } : {}),
     });
     if (device) {
       await touchTrustedDevice(tx, device.id);
@@ -90,7 +109,7 @@ async function attempt(ctx: AppContext, input: LoginInput, actor: Actor, trustTo
       action: 'auth.login',
       target_type: 'user',
       target_id: u.id,
-      metadata: { mfa_required: mfaRequired, remember_me: Boolean(input.remember_me) },
+      metadata: { ...how.metadata, mfa_required: mfaRequired, remember_me: how.remember },
     });
     return created;
   });

@@ -60,7 +60,9 @@ function fromSession(ctx: AppContext, session: SessionRow, user: UserRow): Princ
     session,
     apiKey: null,
     mfaPending: enrolled && verifiedAt === null,
-    mfaFresh: enrolled && verifiedAt !== null && nowMicros() - verifiedAt < ctx.config.SVC_MFA_VERIFICATION_TTL_SECONDS * 1_000_000,
+    // Fresh: svc's own step, or an identity provider's multi-factor assertion at an SSO sign-in (auth/sso).
+    mfaFresh:
+      (enrolled || session.mfa_via === 'idp') && verifiedAt !== null && nowMicros() - verifiedAt < ctx.config.SVC_MFA_VERIFICATION_TTL_SECONDS * 1_000_000,
   };
 }
 

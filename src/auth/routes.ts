@@ -93,7 +93,7 @@ export const authRoutes = (ctx: AppContext) =>
             remember_me: Type.Optional(Type.Boolean()),
           }),
           ok: LoginAnswer,
-          errors: { 401: ['invalid_credentials'], 429: ['rate_limited'] },
+          errors: { 401: ['invalid_credentials'], 403: ['password_login_disabled'], 429: ['rate_limited'] },
         }),
       },
     )

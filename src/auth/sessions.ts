@@ -22,7 +22,7 @@ export async function createSession(
   tx: Tx,
   ctx: AppContext,
   user: UserRow,
-  opts: { remember: boolean; ip: string | null; userAgent: string | null; mfaVerified: boolean },
+  opts: { remember: boolean; ip: string | null; userAgent: string | null; mfaVerified: boolean; mfaVia?: 'idp' },
 ): Promise<NewSession> {
   const token = mintToken();
   const now = nowMicros();
@@ -41,6 +41,7 @@ export async function createSession(
     ip: opts.ip,
     user_agent: opts.userAgent?.slice(0, 256) ?? null,
     mfa_verified_at: opts.mfaVerified ? isoMicros(now) : null,
+    mfa_via: opts.mfaVerified ? (opts.mfaVia ?? null) : null,
   };
   await insertSession(tx, session);
   const sameSite = ctx.config.SVC_SESSION_COOKIE_SAMESITE === 'strict' ? 'Strict' : 'Lax';

@@ -14,6 +14,8 @@ export const sessions = defineTable('sessions', {
   ip: col.text('ip'),
   user_agent: col.text('user_agent'),
   mfa_verified_at: col.ts('mfa_verified_at'),
+  /** 'idp' when an identity provider asserted multi-factor sign-in (auth/sso); null for svc's own step. */
+  mfa_via: col.text('mfa_via'),
 });
 
 export const mfaRecoveryCodes = defineTable('mfa_recovery_codes', {

@@ -309,6 +309,73 @@ export const SETTINGS = {
   }),
   SVC_MFA_RECOVERY_CODE_COUNT: int({ default: 10, min: 5, max: 50, description: 'Recovery codes issued at MFA enrolment.' }),
   SVC_MFA_REMEMBER_DEVICE_DAYS: int({ default: 30, min: 1, max: 90, description: 'How long a remembered device skips the MFA step at login.' }),
+  // --- single sign-on: OpenID Connect, trusted-proxy header, password login (src/auth/sso/) ---
+  SVC_OIDC_ISSUER: str({
+    description:
+      'OpenID Connect provider\'s issuer URL (its discovery document is `<issuer>/.well-known/openid-configuration`). Empty: no OIDC sign-in, and nothing of it is loaded.',
+    maxLength: 2048,
+    pattern: '^(https?://[^\\s@?#]+)?$',
+  }),
+  SVC_OIDC_CLIENT_ID: str({ description: 'Client id svc is registered under at the provider.', maxLength: 512 }),
+  SVC_OIDC_CLIENT_SECRET: str({ description: 'Client secret of SVC_OIDC_CLIENT_ID.', secret: true, maxLength: 2048 }),
+  SVC_OIDC_TOKEN_AUTH_METHOD: oneOf(['client_secret_basic', 'client_secret_post'] as const, {
+    default: 'client_secret_basic',
+    description: 'How svc authenticates to the token endpoint.',
+  }),
+  SVC_OIDC_SCOPES: str({
+    default: 'openid email profile',
+    maxLength: 1024,
+    pattern: '^openid( [\\x21\\x23-\\x5B\\x5D-\\x7E]+)*$',
+    description: 'Scopes asked for, space-separated, starting with `openid` (add the provider\'s groups scope for group mapping).',
+  }),
+  SVC_OIDC_BUTTON_LABEL: str({ default: 'Sign in with SSO', maxLength: 80, description: 'Text of the sign-in page\'s SSO button.' }),
+  SVC_OIDC_ALLOW_PRIVATE_PROVIDER: bool({
+    default: false,
+    description:
+      'Let svc reach the provider (discovery, token, keys, userinfo) on loopback or private-network addresses, which the outbound policy otherwise refuses. Link-local and metadata addresses stay refused.',
+  }),
+  SVC_OIDC_ALLOW_HTTP: bool({ default: false, description: 'Accept an http:// issuer and endpoints (a provider on a trusted network without TLS).' }),
+  SVC_OIDC_CA_FILE: str({ description: 'PEM file of the certificate authority (or the certificate) to trust for the provider, besides the system ones.' }),
+  SVC_OIDC_CLOCK_SKEW_SECONDS: int({
+    default: 60,
+    min: 0,
+    max: 300,
+    description: 'Clock difference tolerated when checking an id_token\'s exp, nbf and iat.',
+  }),
+  SVC_OIDC_MFA_ACR_VALUES: list({
+    description: 'id_token `acr` values that count as multi-factor (besides `amr` containing `mfa` or `otp`).',
+    maxItems: 32,
+  }),
+  SVC_OIDC_GROUPS_CLAIM: str({ default: 'groups', maxLength: 128, description: 'Claim (id_token or userinfo) holding the user\'s groups.' }),
+  SVC_OIDC_ADMIN_GROUPS: list({
+    description: 'Groups whose members are global administrators; when set, every SSO login sets or clears is_admin by it.',
+    maxItems: 64,
+  }),
+  SVC_OIDC_PROJECT_ROLES: list({
+    description: 'Group-to-role mapping, `group:project-slug:role` entries (role viewer, operator or admin); applied at every SSO login.',
+    maxItems: 256,
+  }),
+  SVC_SSO_AUTO_PROVISION: bool({
+    default: false,
+    description: 'Create an account at the first SSO or proxy sign-in of an unknown (verified) e-mail address.',
+  }),
+  SVC_SSO_PROVISION_PROJECTS: list({ description: 'Projects (slugs) a provisioned account joins.', maxItems: 64 }),
+  SVC_SSO_PROVISION_ROLE: oneOf(['viewer', 'operator', 'admin'] as const, { default: 'viewer', description: 'Role of a provisioned account in SVC_SSO_PROVISION_PROJECTS.' }),
+  SVC_AUTH_PROXY_HEADER: str({
+    description:
+      'Trusted-proxy sign-in: the request header carrying the user\'s e-mail address (e.g. X-Forwarded-Email). Empty: off. Believed only from SVC_AUTH_PROXY_ADDRESSES.',
+    maxLength: 128,
+    pattern: '^([A-Za-z0-9-]+)?$',
+  }),
+  SVC_AUTH_PROXY_ADDRESSES: list({ description: 'Addresses or CIDR ranges of the proxies allowed to send SVC_AUTH_PROXY_HEADER (the socket peer).' }),
+  SVC_PASSWORD_LOGIN_DISABLED: bool({
+    default: false,
+    description: 'Refuse password sign-in (403 password_login_disabled) for everyone but SVC_PASSWORD_LOGIN_BREAK_GLASS_EMAIL. Needs OIDC or the proxy header configured.',
+  }),
+  SVC_PASSWORD_LOGIN_BREAK_GLASS_EMAIL: str({
+    description: 'The one account that may still sign in with its password while SVC_PASSWORD_LOGIN_DISABLED is on.',
+    maxLength: 320,
+  }),
   SVC_FIRST_BOOT_TOKEN_TTL_SECONDS: int({
     default: 900,
     min: 60,

@@ -22,6 +22,8 @@ import f0012s from '../../migrations/sqlite/0012_bulk_jobs.sql' with { type: 'te
 import f0012p from '../../migrations/postgres/0012_bulk_jobs.sql' with { type: 'text' };
 import f0013s from '../../migrations/sqlite/0013_schedules.sql' with { type: 'text' };
 import f0013p from '../../migrations/postgres/0013_schedules.sql' with { type: 'text' };
+import f0014s from '../../migrations/sqlite/0014_sso.sql' with { type: 'text' };
+import f0014p from '../../migrations/postgres/0014_sso.sql' with { type: 'text' };
 
 export interface MigrationSource {
   revision: string;
@@ -42,4 +44,5 @@ export const MIGRATIONS: MigrationSource[] = [
   { revision: '0009', name: 'notifications', sqlite: f0009s, postgres: f0009p },
   { revision: '0012', name: 'bulk_jobs', sqlite: f0012s, postgres: f0012p },
   { revision: '0013', name: 'schedules', sqlite: f0013s, postgres: f0013p },
+  { revision: '0014', name: 'sso', sqlite: f0014s, postgres: f0014p },
 ];

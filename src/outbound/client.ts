@@ -40,6 +40,8 @@ export type GuardedInit = {
   resolver?: Resolver;
   dnsTimeoutMs?: number;
   signal?: AbortSignal;
+  /** See DestinationOptions.allowRanges. */
+  allowRanges?: readonly BlockedRange[];
 };
 
 export type FailureReason = RefusalReason | 'timeout' | 'aborted' | 'tls' | 'connect' | 'network';
@@ -102,6 +104,7 @@ async function exchange(url: string | URL, init: GuardedInit): Promise<GuardedBy
     resolver: init.resolver,
     dnsTimeoutMs: init.dnsTimeoutMs,
     signal,
+    allowRanges: init.allowRanges,
   });
   if (!dest.ok) return (dest.reason === 'dns' && stopped()) || dest;
 

@@ -17,6 +17,9 @@ export type DestinationOptions = {
   resolver?: Resolver;
   dnsTimeoutMs?: number;
   signal?: AbortSignal;
+  /** Blocked ranges this destination may still use, by the operator's explicit choice (an identity
+   * provider on the private network: SVC_OIDC_ALLOW_PRIVATE_PROVIDER). Never widened for user-supplied URLs. */
+  allowRanges?: readonly BlockedRange[];
 };
 
 export type Destination = {
@@ -85,7 +88,7 @@ export async function checkDestination(url: string | URL, options: DestinationOp
   // who answers with several) must not be able to land on a blocked one.
   for (const a of addresses) {
     const verdict = checkAddress(a);
-    if (verdict.blocked) {
+    if (verdict.blocked && !options.allowRanges?.includes(verdict.range)) {
       const what = verdict.embedded ? `${verdict.range}, embedding ${verdict.embedded}` : verdict.range;
       const subject = literal ? 'destination address' : 'destination hostname resolves to an address that';
       return refuse('blocked_address', `${subject} is not allowed (${what})`, verdict.range);

@@ -11,6 +11,7 @@ import { adminRoutes } from '../admin/routes.ts';
 import { auditRoutes } from '../audit/routes.ts';
 import { AuditService } from '../audit/service.ts';
 import { authRoutes } from '../auth/routes.ts';
+import { ssoRoutes } from '../auth/sso/routes.ts';
 import type { LoadedConfig } from '../config/load.ts';
 import { openDatabase, type Db, type OpenOptions } from '../db/connect.ts';
 import { buildApp } from '../http/app.ts';
@@ -76,7 +77,7 @@ export function createContext(loaded: LoadedConfig, db: Db): AppContext {
 }
 
 export function buildServiceApp(ctx: AppContext) {
-  return buildApp(ctx, [healthRoutes, metricsRoutes, setupRoutes, authRoutes, userRoutes, projectRoutes, activityRoutes, adminRoutes, auditRoutes, agentRoutes, commandRoutes, operatorRoutes, bulkRoutes, taskRoutes, scheduleRoutes, notificationRoutes, userNotificationRoutes, agentTransportRoutes, liveRoutes], {
+  return buildApp(ctx, [healthRoutes, metricsRoutes, setupRoutes, authRoutes, ssoRoutes, userRoutes, projectRoutes, activityRoutes, adminRoutes, auditRoutes, agentRoutes, commandRoutes, operatorRoutes, bulkRoutes, taskRoutes, scheduleRoutes, notificationRoutes, userNotificationRoutes, agentTransportRoutes, liveRoutes], {
     fallback: (_request, path) => dashboardResponse(path),
   });
 }

@@ -141,6 +141,16 @@ const ROWS: Row[] = [
   { name: 'GET /auth/mfa/trusted-devices', request: async () => ({ method: 'GET', path: '/api/v1/auth/mfa/trusted-devices' }), expect: anySession() },
   { name: 'GET /api-keys', request: async () => ({ method: 'GET', path: '/api/v1/api-keys' }), expect: anySession() },
   { name: 'GET /api-keys/scopes', request: async () => ({ method: 'GET', path: '/api/v1/api-keys/scopes' }), expect: anySession() },
+  // single sign-on (not configured here: its browser routes answer 404 to everyone)
+  { name: 'GET /auth/sso/config', request: async () => ({ method: 'GET', path: '/api/v1/auth/sso/config' }), expect: { rest: 200 } },
+  { name: 'GET /auth/sso/login', request: async () => ({ method: 'GET', path: '/api/v1/auth/sso/login' }), expect: { rest: 404 } },
+  { name: 'GET /auth/sso/callback', request: async () => ({ method: 'GET', path: '/api/v1/auth/sso/callback?state=x&code=y' }), expect: { rest: 404 } },
+  { name: 'GET /auth/proxy/login', request: async () => ({ method: 'GET', path: '/api/v1/auth/proxy/login' }), expect: { rest: 404 } },
+  { name: 'GET /auth/sso/identities', request: async () => ({ method: 'GET', path: '/api/v1/auth/sso/identities' }), expect: anySession() },
+  { name: 'DELETE /auth/sso/identities/{id}', request: async () => ({ method: 'DELETE', path: `/api/v1/auth/sso/identities/${crypto.randomUUID()}` }), expect: anySession(404) },
+  { name: 'GET /setup/status', request: async () => ({ method: 'GET', path: '/api/v1/setup/status' }), expect: { anonymous: 401, key_without_scope: 200, rest: 200 } },
+  // activity
+  { name: 'GET /activity', request: async () => ({ method: 'GET', path: '/api/v1/activity?limit=200' }), expect: anySession() },
   // operator actions (viewer refused on every one)
   { name: 'POST /commands/restart-worker', request: async () => ({ method: 'POST', path: `${commands}/restart-worker`, opts: { body: { worker_name: 'celery@matrix' } } }), expect: projectOperator(202) },
   { name: 'POST /commands/pool-resize', request: async () => ({ method: 'POST', path: `${commands}/pool-resize`, opts: { body: { worker_name: 'celery@matrix', delta: 1 } } }), expect: projectOperator(202) },

@@ -15,6 +15,7 @@ import type {
   SessionPublic,
   TrustedDevice as TrustedDeviceSchema,
 } from '../../../src/auth/schemas.ts';
+import type { LinkedIdentities as LinkedIdentitiesSchema, SsoConfig as SsoConfigSchema } from '../../../src/auth/sso/schemas.ts';
 import type { CommandPage, CommandPublic, CommandStatus } from '../../../src/commands/service.ts';
 import type { DeepReport as DeepReportSchema, SystemReport as SystemReportSchema } from '../../../src/health/schemas.ts';
 import type * as NotificationSchemas from '../../../src/notifications/schemas.ts';
@@ -95,3 +96,9 @@ export type Delivery = NotificationSchemas.DeliveryPublic;
 export type DeliveryPage = NotificationSchemas.DeliveryPage;
 export type UnreadCount = Static<typeof NotificationSchemas.UnreadCount>;
 
+// --- single sign-on (src/auth/sso/schemas.ts) ---
+/** GET /auth/sso/config: what the sign-in page offers. */
+export type SsoConfig = Static<typeof SsoConfigSchema>;
+/** GET /auth/sso/identities: your identities at identity providers. */
+export type LinkedIdentities = Static<typeof LinkedIdentitiesSchema>;
+export type LinkedIdentity = LinkedIdentities['identities'][number];

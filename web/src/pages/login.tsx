@@ -1,10 +1,10 @@
 // Sign in: password first; when the account has two-factor authentication and this browser is not remembered,
 // the authenticator step (/login/mfa) follows.
 import type { ComponentChildren } from 'preact';
-import { useEffect } from 'preact/hooks';
+import { useEffect, useState } from 'preact/hooks';
 import { useLocation } from 'preact-iso';
 import { ApiError, api } from '../api/client.ts';
-import type { User } from '../api/types.ts';
+import type { SsoConfig, User } from '../api/types.ts';
 import { loadSession, loginNotice, me, safeNext, signOut } from '../session.ts';
 import { CheckboxField, Form, TextField } from '../ui/form.tsx';
 import { Redirect } from '../ui/link.tsx';
@@ -34,6 +34,50 @@ function Notice() {
   ) : null;
 }
 
+/** Why single sign-on sent the browser back here (`?sso_error=` from the callback), in words. */
+const SSO_ERRORS: Record<string, string> = {
+  sso_no_account: 'Your identity provider signed you in, but no svc account has that e-mail address. Ask an administrator to invite you.',
+  sso_account_inactive: 'Your svc account is deactivated. Ask an administrator.',
+  sso_email_unverified: 'Your identity provider has not verified your e-mail address, so svc cannot match it to an account.',
+  sso_denied: 'The identity provider did not sign you in.',
+  sso_provider_error: 'svc could not reach the identity provider. Try again, or tell an administrator.',
+  proxy_not_trusted: 'Sign-in through the proxy is only possible from the configured proxy.',
+};
+const ssoErrorText = (code: string) =>
+  SSO_ERRORS[code] ?? 'Single sign-on did not work this time (it may have taken too long, or been opened twice). Try again.';
+
+/** The single sign-on choices the server offers (GET /auth/sso/config), above the password form. */
+function SingleSignOn(props: { next: string }) {
+  const [config, setConfig] = useState<SsoConfig | null>(null);
+  useEffect(() => {
+    api
+      .get<SsoConfig>('/auth/sso/config', undefined, { anonymous: true })
+      .then(setConfig)
+      .catch(() => {});
+  }, []);
+  if (!config || (!config.oidc.enabled && !config.proxy.enabled)) return null;
+  const next = encodeURIComponent(props.next);
+  const wide = { display: 'block', textAlign: 'center', marginBottom: '0.75rem' };
+  // target=_top: a real navigation (the router would keep an /api/ link inside the dashboard).
+  return (
+    <div class="sso" data-testid="sso">
+      {config.oidc.enabled && (
+        <a class="button secondary" style={wide} href={`/api/v1/auth/sso/login?next=${next}`} target="_top" data-testid="sso-login">
+          {config.oidc.label}
+        </a>
+      )}
+      {config.proxy.enabled && (
+        <a class="button secondary" style={wide} href={`/api/v1/auth/proxy/login?next=${next}`} target="_top" data-testid="proxy-login">
+          Continue with your organisation's sign-in
+        </a>
+      )}
+      <p class="hint">
+        {config.password_login.break_glass_only ? 'Password sign-in is kept for the emergency administrator only:' : 'Or with your password:'}
+      </p>
+    </div>
+  );
+}
+
 export function LoginPage() {
   const { query, route } = useLocation();
   const next = safeNext(query.next);
@@ -41,6 +85,12 @@ export function LoginPage() {
   return (
     <AuthCard title="Sign in">
       <Notice />
+      {query.sso_error && (
+        <p class="notice error" role="alert" data-testid="sso-error">
+          {ssoErrorText(query.sso_error)}
+        </p>
+      )}
+      <SingleSignOn next={next} />
       <Form
         submit="Sign in"
         busyText="Signing in…"

@@ -2,7 +2,7 @@
 // regeneration, turning it off), the devices that skip the code at sign-in, and the sessions signed in as you.
 import { useState } from 'preact/hooks';
 import { api } from '../../api/client.ts';
-import type { MfaStatus, Session, TrustedDevice } from '../../api/types.ts';
+import type { LinkedIdentities, MfaStatus, Session, TrustedDevice } from '../../api/types.ts';
 import { plural } from '../../lib/format.ts';
 import { useResource } from '../../lib/use-resource.ts';
 import { refreshMe, signOut } from '../../session.ts';
@@ -198,6 +198,60 @@ function Devices() {
   );
 }
 
+/** Identities at the identity provider that sign you in (linked at your first SSO sign-in), with unlink. */
+function SingleSignOn() {
+  const linked = useResource(() => api.get<LinkedIdentities>('/auth/sso/identities'), []);
+  const list = linked.data;
+  if (!list || (list.identities.length === 0 && linked.error === null)) return null;
+  const last = list.identities.length === 1 && !list.password_sign_in;
+  return (
+    <Section title="Single sign-on">
+      <p>
+        These identities sign you in through your organisation's identity provider.
+        {last && ' It is your only way to sign in, so it cannot be unlinked.'}
+      </p>
+      <ListTable
+        resource={{ ...linked, data: list.identities }}
+        columns={['Provider', 'Identity', 'Linked', 'Last sign-in', 'Actions']}
+        row={(i) => (
+          <tr key={i.id} data-testid="sso-identity">
+            <td>
+              <code>{i.issuer}</code>
+            </td>
+            <td>
+              {i.email} <span class="muted small">({i.subject})</span>
+            </td>
+            <td>
+              <Time iso={i.created_at} />
+            </td>
+            <td>
+              <Time iso={i.last_login_at} />
+            </td>
+            <td>
+              {!last && (
+                <ConfirmButton
+                  label="Unlink"
+                  what={`${i.email} at ${i.issuer}`}
+                  title="Unlink this identity?"
+                  confirm="Unlink"
+                  danger
+                  small
+                  onConfirm={async () => {
+                    await api.del(`/auth/sso/identities/${i.id}`);
+                    await linked.reload();
+                  }}
+                >
+                  <p>Signing in with it links it again while its e-mail address matches your account.</p>
+                </ConfirmButton>
+              )}
+            </td>
+          </tr>
+        )}
+      />
+    </Section>
+  );
+}
+
 function Sessions() {
   const sessions = useResource(() => api.get<Session[]>('/auth/sessions'), []);
   return (
@@ -256,6 +310,7 @@ export function SecurityPage() {
       <PageHeader title="Security" lead="Two-factor authentication, remembered devices and sessions." />
       <div class="stack">
         <TwoFactor />
+        <SingleSignOn />
         <Devices />
         <Sessions />
       </div>

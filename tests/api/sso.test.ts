@@ -1,0 +1,583 @@
+// Single sign-on, tested like the security feature it is. Two providers on loopback: the certified
+// `oidc-provider` (a real OpenID Provider: discovery, PKCE, codes used once, userinfo) for the
+// sign-in paths, linking, provisioning, group mapping and MFA; and a forge the test controls (its
+// discovery, key set and token endpoint answer id_tokens this file signs) for each precise way an
+// id_token can be wrong. Every refusal asserts its status, the envelope's code, that no session
+// cookie was set, and its audit row. Also: the trusted-proxy header, and password sign-in turned off.
+import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
+import { sql } from 'drizzle-orm';
+import { SignJWT, exportJWK, generateKeyPair, type JWK } from 'jose';
+import { ConfigError } from '../../src/config/load.ts';
+import { testService, type TestResponse, type TestService } from '../helpers/app.ts';
+import { Browser, FAST_IDENTITY_ENV, STRONG_PASSWORD, mfaAdmin, setupAdmin, userBrowser } from '../helpers/identity.ts';
+import { signInAtProvider, startOidcProvider, type TestOidcProvider } from '../helpers/oidc-provider.ts';
+
+const CLIENT_ID = 'svc-test';
+const CLIENT_SECRET = 'client-secret-of-the-svc-test-client-0123456789';
+const CALLBACK = 'http://localhost/api/v1/auth/sso/callback';
+
+const oidcEnv = (issuer: string, extra: Record<string, string> = {}) => ({
+  ...FAST_IDENTITY_ENV,
+  SVC_OIDC_ISSUER: issuer,
+  SVC_OIDC_CLIENT_ID: CLIENT_ID,
+  SVC_OIDC_CLIENT_SECRET: CLIENT_SECRET,
+  SVC_OIDC_ALLOW_HTTP: 'true',
+  SVC_OIDC_ALLOW_PRIVATE_PROVIDER: 'true',
+  ...extra,
+});
+
+interface AuditRow {
+  action: string;
+  result: string;
+  user_id: string | null;
+  metadata: Record<string, any>;
+}
+
+async function auditRows(svc: TestService, action: string): Promise<AuditRow[]> {
+  const rows = await svc.ctx.db.all<AuditRow & { metadata: unknown }>(
+    sql`SELECT action, result, user_id, metadata FROM audit_log WHERE action = ${action} ORDER BY occurred_at, id`,
+  );
+  return rows.map((r) => ({ ...r, metadata: typeof r.metadata === 'string' ? JSON.parse(r.metadata) : (r.metadata as Record<string, any>) }));
+}
+
+const sessionCookieSet = (res: TestResponse) => res.headers.getSetCookie().some((c) => /^svc_session=[^;]+/.test(c));
+
+/** The refusal as the tests want it: status, code, no session, and an `auth.sso.refused` row with the reason. */
+async function expectRefused(svc: TestService, res: TestResponse, status: number, error: string, reason: string, method = 'oidc') {
+  expect({ status: res.status, error: res.body?.error, reason: res.body?.details?.reason }).toEqual({ status, error, reason });
+  expect(Object.keys(res.body)).toEqual(expect.arrayContaining(['error', 'message', 'details']));
+  expect(sessionCookieSet(res)).toBe(false);
+  const rows = await auditRows(svc, 'auth.sso.refused');
+  const row = rows.at(-1)!;
+  expect(row).toBeDefined();
+  expect({ result: row.result, method: row.metadata.method, reason: row.metadata.reason, error: row.metadata.error }).toEqual({ result: 'denied', method, reason, error });
+}
+
+/** Starts a login in `b`; answers the provider URL's parameters. */
+async function start(b: Browser, query = '') {
+  const res = await b.call('GET', `/api/v1/auth/sso/login${query}`);
+  expect(res.status).toBe(302);
+  const location = new URL(res.headers.get('location')!);
+  return { location, state: location.searchParams.get('state')!, nonce: location.searchParams.get('nonce')! };
+}
+
+const callbackPath = (url: string) => {
+  const u = new URL(url);
+  expect(`${u.origin}${u.pathname}`).toBe(CALLBACK);
+  return `${u.pathname}${u.search}`;
+};
+
+// --- the real provider ------------------------------------------------------------------------------
+
+describe('OpenID Connect with a real provider (oidc-provider)', () => {
+  let op: TestOidcProvider;
+  let svc: TestService;
+  let admin: Browser;
+
+  /** The whole browser round trip; answers svc's callback response. */
+  async function ssoLogin(b: Browser, email: string, query = ''): Promise<TestResponse> {
+    const { location } = await start(b, query);
+    return b.call('GET', callbackPath(await signInAtProvider(location.toString(), email)));
+  }
+
+  beforeAll(async () => {
+    op = await startOidcProvider({
+      clientId: CLIENT_ID,
+      clientSecret: CLIENT_SECRET,
+      redirectUris: [CALLBACK],
+      accounts: [
+        { sub: 'sub-admin', email: 'admin@example.com' },
+        { sub: 'sub-dev', email: 'dev@example.com' },
+        { sub: 'sub-new', email: 'new.person@example.com', name: 'New Person', groups: ['svc-ops', 'everyone'] },
+        { sub: 'sub-boss', email: 'boss@example.com', groups: ['svc-admins', 'svc-ops-lead'] },
+        { sub: 'sub-unverified', email: 'unverified@example.com', email_verified: false },
+        { sub: 'sub-gone', email: 'gone@example.com' },
+        { sub: 'sub-stranger', email: 'stranger@example.com' },
+        { sub: 'sub-mfa', email: 'strong@example.com', amr: ['pwd', 'mfa'] },
+        { sub: 'sub-totp', email: 'totp@example.com' },
+      ],
+    });
+    svc = await testService({
+      env: oidcEnv(op.issuer, {
+        SVC_OIDC_SCOPES: 'openid email profile groups',
+        SVC_SSO_AUTO_PROVISION: 'true',
+        SVC_SSO_PROVISION_PROJECTS: 'default',
+        SVC_SSO_PROVISION_ROLE: 'viewer',
+        SVC_OIDC_ADMIN_GROUPS: 'svc-admins',
+        SVC_OIDC_PROJECT_ROLES: 'svc-ops:ops:operator,svc-ops-lead:ops:admin',
+      }),
+    });
+    admin = await setupAdmin(svc);
+    await admin.enrollMfa();
+    expect((await admin.call('POST', '/api/v1/projects', { body: { slug: 'ops', name: 'Operations' } })).status).toBe(201);
+  });
+  afterAll(async () => {
+    await svc?.close();
+    await op?.close();
+  });
+
+  test('the sign-in page learns that SSO is on and its label', async () => {
+    const res = await svc.call('GET', '/api/v1/auth/sso/config');
+    expect(res.body).toEqual({ oidc: { enabled: true, label: 'Sign in with SSO' }, proxy: { enabled: false }, password_login: { enabled: true, break_glass_only: false } });
+  });
+
+  test('the SSO settings are listed to administrators, the client secret masked', async () => {
+    const settings = (await admin.call('GET', '/api/v1/admin/settings')).body.settings as { name: string; value: unknown }[];
+    const by = Object.fromEntries(settings.map((s) => [s.name, s.value]));
+    expect(by.SVC_OIDC_CLIENT_SECRET).toBe('***');
+    expect(by.SVC_OIDC_ISSUER).toBe(op.issuer);
+    expect(by.SVC_OIDC_PROJECT_ROLES).toBe('svc-ops:ops:operator,svc-ops-lead:ops:admin');
+    expect(JSON.stringify(settings)).not.toContain(CLIENT_SECRET);
+  });
+
+  test('login: 302 to the provider with code flow, PKCE S256, state and nonce; the binding cookie is HttpOnly, Lax, short-lived', async () => {
+    const b = new Browser(svc);
+    const res = await b.call('GET', '/api/v1/auth/sso/login?next=/projects/default');
+    expect(res.status).toBe(302);
+    const u = new URL(res.headers.get('location')!);
+    expect(`${u.origin}${u.pathname}`).toBe(`${op.issuer}/auth`);
+    const p = Object.fromEntries(u.searchParams);
+    expect(p).toMatchObject({ response_type: 'code', client_id: CLIENT_ID, redirect_uri: CALLBACK, code_challenge_method: 'S256', scope: 'openid email profile groups' });
+    expect(p.state!.length).toBeGreaterThanOrEqual(43);
+    expect(p.nonce!.length).toBeGreaterThanOrEqual(43);
+    expect(p.code_challenge!).toMatch(/^[A-Za-z0-9_-]{43}$/);
+    const cookie = res.headers.getSetCookie().find((c) => c.startsWith('svc_sso='))!;
+    expect(cookie).toMatch(/HttpOnly/);
+    expect(cookie).toMatch(/SameSite=Lax/);
+    expect(cookie).toMatch(/Max-Age=600/);
+    expect(sessionCookieSet(res)).toBe(false);
+  });
+
+  test('an existing account is matched by verified e-mail, linked, and signed in like a password login', async () => {
+    const dev = await userBrowser(admin, 'dev@example.com');
+    const b = new Browser(svc);
+    const res = await ssoLogin(b, 'dev@example.com', '?next=/projects/default');
+    expect(res.status).toBe(302);
+    expect(res.headers.get('location')).toBe('/projects/default');
+    expect(b.cookies.has('svc_session')).toBe(true);
+    expect(b.cookies.has('svc_csrf')).toBe(true);
+    expect(b.cookies.has('svc_sso')).toBe(false);
+    const me = await b.call('GET', '/api/v1/auth/me');
+    expect(me.body).toMatchObject({ id: dev.id, email: 'dev@example.com', mfa: { enrolled: false, pending: false, fresh: false } });
+    // CSRF works as for any session.
+    expect((await b.call('PATCH', '/api/v1/auth/me', { body: { display_name: 'Dev' } })).status).toBe(200);
+    expect((await b.call('PATCH', '/api/v1/auth/me', { body: { display_name: 'Dev' }, csrf: false })).status).toBe(403);
+    const linked = (await auditRows(svc, 'auth.sso.linked')).find((r) => r.user_id === dev.id)!;
+    expect(linked.metadata).toMatchObject({ issuer: op.issuer, subject: 'sub-dev', email: 'dev@example.com', matched_by: 'email' });
+    const login = (await auditRows(svc, 'auth.login')).at(-1)!;
+    expect(login).toMatchObject({ user_id: dev.id, result: 'success' });
+    expect(login.metadata).toMatchObject({ method: 'oidc', issuer: op.issuer, subject: 'sub-dev', mfa_asserted: false, mfa_required: false });
+    // The account page lists the identity.
+    const ids = await b.call('GET', '/api/v1/auth/sso/identities');
+    expect(ids.body).toMatchObject({ password_sign_in: true, identities: [{ issuer: op.issuer, subject: 'sub-dev', email: 'dev@example.com' }] });
+    // Later logins match by (issuer, subject): a second login adds no link.
+    const again = new Browser(svc);
+    expect((await ssoLogin(again, 'dev@example.com')).status).toBe(302);
+    expect((await auditRows(svc, 'auth.sso.linked')).filter((r) => r.user_id === dev.id)).toHaveLength(1);
+  });
+
+  test('first login of an unknown address provisions an account with the default role and the mapped roles', async () => {
+    const b = new Browser(svc);
+    const res = await ssoLogin(b, 'new.person@example.com');
+    expect(res.status).toBe(302);
+    const me = (await b.call('GET', '/api/v1/auth/me')).body;
+    expect(me).toMatchObject({ email: 'new.person@example.com', display_name: 'New Person', is_admin: false });
+    const roles = Object.fromEntries(me.memberships.map((m: any) => [m.project_slug, m.role]));
+    expect(roles).toEqual({ default: 'viewer', ops: 'operator' });
+    const provisioned = (await auditRows(svc, 'auth.sso.provisioned')).at(-1)!;
+    expect(provisioned).toMatchObject({ user_id: me.id });
+    expect(provisioned.metadata).toMatchObject({ email: 'new.person@example.com' });
+    expect((await auditRows(svc, 'auth.sso.linked')).some((r) => r.user_id === me.id && r.metadata.matched_by === 'provisioned')).toBe(true);
+    const applied = (await auditRows(svc, 'auth.sso.groups_applied')).find((r) => r.user_id === me.id)!;
+    expect(applied.metadata.applied).toEqual({ projects: { ops: { from: null, to: 'operator' } } });
+    // No password: the account cannot sign in with one, and its only identity cannot be unlinked.
+    expect((await new Browser(svc).login('new.person@example.com', 'anything-at-all')).status).toBe(401);
+    const ids = await b.call('GET', '/api/v1/auth/sso/identities');
+    expect(ids.body.password_sign_in).toBe(false);
+    const unlink = await b.call('DELETE', `/api/v1/auth/sso/identities/${ids.body.identities[0].id}`);
+    expect({ status: unlink.status, error: unlink.body.error }).toEqual({ status: 409, error: 'last_sign_in_method' });
+  });
+
+  test('group mapping: the admin group makes a global administrator, the higher of two project rules wins, later logins follow the provider', async () => {
+    const b = new Browser(svc);
+    expect((await ssoLogin(b, 'boss@example.com')).status).toBe(302);
+    const me = (await b.call('GET', '/api/v1/auth/me')).body;
+    expect(me.is_admin).toBe(true);
+    const users = await admin.call('GET', `/api/v1/users/${me.id}`);
+    expect(users.body.is_admin).toBe(true);
+    const members = (await admin.call('GET', '/api/v1/projects/ops/memberships')).body;
+    expect(members.find((m: any) => m.user_id === me.id).role).toBe('admin');
+    const applied = (await auditRows(svc, 'auth.sso.groups_applied')).find((r) => r.user_id === me.id)!;
+    expect(applied.metadata.applied).toEqual({ is_admin: { from: false, to: true }, projects: { ops: { from: null, to: 'admin' } } });
+    // Leaving the admin group at the provider clears the flag at the next login.
+    op.accounts.get('sub-boss')!.groups = ['svc-ops'];
+    const later = new Browser(svc);
+    expect((await ssoLogin(later, 'boss@example.com')).status).toBe(302);
+    expect((await later.call('GET', '/api/v1/auth/me')).body.is_admin).toBe(false);
+    // The project's rules still apply: the last admin of `ops` is not demoted (the skip is audited).
+    const roles = (await admin.call('GET', '/api/v1/projects/ops/memberships')).body;
+    expect(roles.find((m: any) => m.user_id === me.id).role).toBe('admin');
+    const last = (await auditRows(svc, 'auth.sso.groups_applied')).at(-1)!;
+    expect(last.metadata).toMatchObject({ applied: { is_admin: { from: true, to: false } }, skipped: { ops: 'last_project_admin' } });
+    // With another admin in the project, the next login lowers the role as mapped.
+    const other = await userBrowser(admin, 'second-admin@example.com');
+    expect((await admin.call('POST', '/api/v1/projects/ops/memberships', { body: { user_id: other.id, role: 'admin' } })).status).toBe(201);
+    expect((await ssoLogin(new Browser(svc), 'boss@example.com')).status).toBe(302);
+    const now = (await admin.call('GET', '/api/v1/projects/ops/memberships')).body;
+    expect(now.find((m: any) => m.user_id === me.id).role).toBe('operator');
+  });
+
+  test('the provider asserting MFA makes the session MFA-fresh; without it svc asks for its own second factor', async () => {
+    // amr: mfa → fresh MFA, even without svc's own authenticator: a fresh-MFA route works.
+    await userBrowser(admin, 'strong@example.com');
+    const strong = new Browser(svc);
+    expect((await ssoLogin(strong, 'strong@example.com')).status).toBe(302);
+    expect((await strong.call('GET', '/api/v1/auth/me')).body.mfa).toEqual({ enrolled: false, pending: false, fresh: true });
+    expect((await strong.call('POST', '/api/v1/api-keys', { body: { name: 'k', scopes: ['projects:read'] } })).status).toBe(201);
+    expect((await auditRows(svc, 'auth.login')).findLast((r) => r.metadata.subject === 'sub-mfa')!.metadata).toMatchObject({ method: 'oidc', mfa_asserted: true });
+    // No assertion, no svc authenticator: fresh-MFA routes still refuse.
+    const dev = new Browser(svc);
+    expect((await ssoLogin(dev, 'dev@example.com')).status).toBe(302);
+    const key = await dev.call('POST', '/api/v1/api-keys', { body: { name: 'k', scopes: ['projects:read'] } });
+    expect({ status: key.status, error: key.body.error }).toEqual({ status: 403, error: 'mfa_enrollment_required' });
+    // An account with svc's TOTP and no assertion: the MFA step follows the SSO login.
+    const totp = await userBrowser(admin, 'totp@example.com');
+    await totp.enrollMfa();
+    const b = new Browser(svc);
+    const res = await ssoLogin(b, 'totp@example.com', '?next=/activity');
+    expect(res.headers.get('location')).toBe('/login/mfa?next=%2Factivity');
+    expect((await b.call('GET', '/api/v1/projects')).body.error).toBe('mfa_required');
+    b.totpKey = totp.totpKey;
+    expect((await b.verifyMfa()).status).toBe(200);
+    expect((await b.call('GET', '/api/v1/projects')).status).toBe(200);
+  });
+
+  test('refused: an unverified e-mail address', async () => {
+    const b = new Browser(svc);
+    const res = await ssoLogin(b, 'unverified@example.com');
+    await expectRefused(svc, res, 403, 'sso_email_unverified', 'email_unverified');
+    expect((await auditRows(svc, 'auth.sso.refused')).at(-1)!.metadata.email).toBe('unverified@example.com');
+  });
+
+  test('refused: a deactivated account, whatever the provider says (also once linked)', async () => {
+    const gone = await userBrowser(admin, 'gone@example.com');
+    expect((await ssoLogin(new Browser(svc), 'gone@example.com')).status).toBe(302);
+    expect((await admin.call('PATCH', `/api/v1/users/${gone.id}`, { body: { is_active: false } })).status).toBe(200);
+    const res = await ssoLogin(new Browser(svc), 'gone@example.com');
+    await expectRefused(svc, res, 403, 'sso_account_inactive', 'account_inactive');
+    expect((await auditRows(svc, 'auth.sso.refused')).at(-1)!).toMatchObject({ user_id: null });
+  });
+
+  test('refused: a wrong state, and a state started in another browser', async () => {
+    const b = new Browser(svc);
+    const { location } = await start(b);
+    const back = new URL(await signInAtProvider(location.toString(), 'admin@example.com'));
+    const code = back.searchParams.get('code')!;
+    const forged = await b.call('GET', `/api/v1/auth/sso/callback?code=${code}&state=${'A'.repeat(43)}`);
+    await expectRefused(svc, forged, 400, 'sso_state_invalid', 'unknown_state');
+    const missing = await b.call('GET', `/api/v1/auth/sso/callback?code=${code}`);
+    await expectRefused(svc, missing, 400, 'sso_state_invalid', 'missing_state');
+    // The right state in another browser (login CSRF): refused, and the login stays usable where it started.
+    const other = new Browser(svc);
+    const elsewhere = await other.call('GET', callbackPath(back.toString()));
+    await expectRefused(svc, elsewhere, 400, 'sso_state_invalid', 'browser_mismatch');
+    expect((await b.call('GET', callbackPath(back.toString()))).status).toBe(302);
+  });
+
+  test('refused: a replayed callback, and a replayed code with a new state', async () => {
+    const b = new Browser(svc);
+    const { location } = await start(b);
+    const back = await signInAtProvider(location.toString(), 'admin@example.com');
+    expect((await b.call('GET', callbackPath(back))).status).toBe(302);
+    const attacker = new Browser(svc);
+    attacker.cookies.set('svc_sso', b.cookies.get('svc_sso') ?? '');
+    // The same answer again (even with the binding cookie): the state was used.
+    const replay = await b.call('GET', callbackPath(back));
+    await expectRefused(svc, replay, 400, 'sso_replayed', 'state_replayed');
+    // The same code under a fresh login of svc's: the provider refuses it (used, and bound to another PKCE verifier).
+    const fresh = await start(b);
+    const code = new URL(back).searchParams.get('code')!;
+    const res = await b.call('GET', `/api/v1/auth/sso/callback?code=${code}&state=${fresh.state}`);
+    await expectRefused(svc, res, 400, 'sso_code_rejected', 'code_rejected');
+    expect(res.body.details.provider_error).toBe('invalid_grant');
+  });
+
+  test('refused: an address with no account while provisioning is off; a browser is sent to the sign-in page', async () => {
+    const closed = await testService({ env: oidcEnv(op.issuer) });
+    try {
+      const b = new Browser(closed);
+      const { location } = await start(b);
+      const back = callbackPath(await signInAtProvider(location.toString(), 'stranger@example.com'));
+      const res = await b.call('GET', back, { headers: { accept: 'text/html,application/xhtml+xml' } });
+      expect(res.status).toBe(303);
+      expect(res.headers.get('location')).toBe('/login?sso_error=sso_no_account');
+      expect(sessionCookieSet(res)).toBe(false);
+      expect((await auditRows(closed, 'auth.sso.refused')).at(-1)!.metadata).toMatchObject({ method: 'oidc', reason: 'no_account' });
+    } finally {
+      await closed.close();
+    }
+  });
+
+  test('unlinking: allowed while a password remains, audited', async () => {
+    const b = new Browser(svc);
+    await b.login('admin@example.com', STRONG_PASSWORD);
+    await b.verifyMfa().catch(() => {});
+    const sso = new Browser(svc);
+    await ssoLogin(sso, 'admin@example.com');
+    const ids = await admin.call('GET', '/api/v1/auth/sso/identities');
+    expect(ids.body.identities).toHaveLength(1);
+    const res = await admin.call('DELETE', `/api/v1/auth/sso/identities/${ids.body.identities[0].id}`);
+    expect(res.status).toBe(200);
+    expect((await auditRows(svc, 'auth.sso.unlinked')).at(-1)!.metadata).toMatchObject({ issuer: op.issuer, subject: 'sub-admin' });
+    expect((await admin.call('GET', '/api/v1/auth/sso/identities')).body.identities).toEqual([]);
+    expect((await admin.call('DELETE', `/api/v1/auth/sso/identities/${ids.body.identities[0].id}`)).status).toBe(404);
+  });
+});
+
+// --- the forge: id_tokens signed by this test --------------------------------------------------------
+
+describe('id_token checks (tokens this test signs, keys it serves)', () => {
+  let forge: ReturnType<typeof Bun.serve>;
+  let issuer: string;
+  let svc: TestService;
+  let next: { id_token: string } | null = null;
+  let jwksFetches = 0;
+  let key: CryptoKey;
+  let strangerKey: CryptoKey;
+  let publicJwk: JWK;
+  const SUB = 'forged-sub';
+
+  beforeAll(async () => {
+    const pair = await generateKeyPair('RS256', { extractable: true });
+    key = pair.privateKey;
+    publicJwk = { ...(await exportJWK(pair.publicKey)), kid: 'k1', alg: 'RS256', use: 'sig' };
+    strangerKey = (await generateKeyPair('RS256')).privateKey;
+    forge = Bun.serve({
+      hostname: '127.0.0.1',
+      port: 0,
+      fetch: (req) => {
+        const path = new URL(req.url).pathname;
+        if (path === '/.well-known/openid-configuration') {
+          return Response.json({
+            issuer,
+            authorization_endpoint: `${issuer}/authorize`,
+            token_endpoint: `${issuer}/token`,
+            jwks_uri: `${issuer}/jwks`,
+            id_token_signing_alg_values_supported: ['RS256'],
+          });
+        }
+        if (path === '/jwks') {
+          jwksFetches++;
+          return Response.json({ keys: [publicJwk] });
+        }
+        if (path === '/token' && req.method === 'POST') {
+          if (!next) return Response.json({ error: 'invalid_grant' }, { status: 400 });
+          const answer = { ...next, access_token: 'at', token_type: 'Bearer' };
+          next = null;
+          return Response.json(answer);
+        }
+        return new Response('not found', { status: 404 });
+      },
+    });
+    issuer = `http://127.0.0.1:${forge.port}`;
+    svc = await testService({ env: oidcEnv(issuer) });
+    const admin = await mfaAdmin(svc);
+    await userBrowser(admin, 'forged@example.com');
+  });
+  afterAll(async () => {
+    await svc?.close();
+    forge?.stop(true);
+  });
+
+  const now = () => Math.floor(Date.now() / 1000);
+
+  async function sign(claims: Record<string, unknown>, opts: { key?: CryptoKey; kid?: string } = {}): Promise<string> {
+    return new SignJWT(claims).setProtectedHeader({ alg: 'RS256', kid: opts.kid ?? 'k1' }).sign(opts.key ?? key);
+  }
+
+  /** A login whose token endpoint answers `token(nonce)`; answers svc's callback response. */
+  async function loginWith(token: (nonce: string) => Promise<string> | string): Promise<TestResponse> {
+    const b = new Browser(svc);
+    const { state, nonce } = await start(b);
+    next = { id_token: await token(nonce) };
+    return b.call('GET', `/api/v1/auth/sso/callback?code=forged-code&state=${state}`);
+  }
+
+  const good = (nonce: string, over: Record<string, unknown> = {}) => ({
+    iss: issuer,
+    aud: CLIENT_ID,
+    sub: SUB,
+    email: 'forged@example.com',
+    email_verified: true,
+    nonce,
+    iat: now(),
+    exp: now() + 300,
+    ...over,
+  });
+
+  test('a well-formed token signs in (the forge itself works)', async () => {
+    const res = await loginWith((nonce) => sign(good(nonce)));
+    expect(res.status).toBe(302);
+    expect(sessionCookieSet(res)).toBe(true);
+  });
+
+  test('refused: a wrong nonce', async () => {
+    await expectRefused(svc, await loginWith((nonce) => sign(good(nonce, { nonce: `${nonce}x` }))), 401, 'sso_token_invalid', 'nonce_mismatch');
+    await expectRefused(svc, await loginWith((nonce) => sign(good(nonce, { nonce: undefined }))), 401, 'sso_token_invalid', 'nonce_mismatch');
+  });
+
+  test('refused: an expired token', async () => {
+    await expectRefused(svc, await loginWith((nonce) => sign(good(nonce, { iat: now() - 900, exp: now() - 120 }))), 401, 'sso_token_invalid', 'id_token_expired');
+  });
+
+  test('refused: a token from the future (iat, nbf)', async () => {
+    await expectRefused(svc, await loginWith((nonce) => sign(good(nonce, { iat: now() + 600, exp: now() + 900 }))), 401, 'sso_token_invalid', 'id_token_not_yet_valid');
+    await expectRefused(svc, await loginWith((nonce) => sign(good(nonce, { nbf: now() + 600 }))), 401, 'sso_token_invalid', 'id_token_not_yet_valid');
+  });
+
+  test('accepted: a clock difference within SVC_OIDC_CLOCK_SKEW_SECONDS', async () => {
+    expect((await loginWith((nonce) => sign(good(nonce, { iat: now() + 30, nbf: now() + 30 })))).status).toBe(302);
+  });
+
+  test('refused: a wrong audience, and several audiences without svc as the authorised party', async () => {
+    await expectRefused(svc, await loginWith((nonce) => sign(good(nonce, { aud: 'another-client' }))), 401, 'sso_token_invalid', 'wrong_audience');
+    await expectRefused(svc, await loginWith((nonce) => sign(good(nonce, { aud: [CLIENT_ID, 'another-client'] }))), 401, 'sso_token_invalid', 'azp_missing');
+    await expectRefused(svc, await loginWith((nonce) => sign(good(nonce, { aud: [CLIENT_ID, 'x'], azp: 'x' }))), 401, 'sso_token_invalid', 'wrong_azp');
+  });
+
+  test('refused: a wrong issuer', async () => {
+    await expectRefused(svc, await loginWith((nonce) => sign(good(nonce, { iss: 'https://evil.example' }))), 401, 'sso_token_invalid', 'wrong_issuer');
+  });
+
+  test('refused: alg none', async () => {
+    const unsigned = (nonce: string) => {
+      const part = (o: object) => Buffer.from(JSON.stringify(o)).toString('base64url');
+      return `${part({ alg: 'none', typ: 'JWT' })}.${part(good(nonce))}.`;
+    };
+    await expectRefused(svc, await loginWith(unsigned), 401, 'sso_token_invalid', 'alg_not_allowed');
+  });
+
+  test('refused: a key not in the key set (after one refresh of the set), and a bad signature', async () => {
+    const before = jwksFetches;
+    await expectRefused(svc, await loginWith((nonce) => sign(good(nonce), { key: strangerKey, kid: 'k2' })), 401, 'sso_token_invalid', 'unknown_key');
+    expect(jwksFetches - before).toBeLessThanOrEqual(1);
+    // Another unknown key id within the minute: no second refetch (rate-limited).
+    const after = jwksFetches;
+    await expectRefused(svc, await loginWith((nonce) => sign(good(nonce), { key: strangerKey, kid: 'k3' })), 401, 'sso_token_invalid', 'unknown_key');
+    expect(jwksFetches).toBe(after);
+    // The known key id with another key's signature.
+    await expectRefused(svc, await loginWith((nonce) => sign(good(nonce), { key: strangerKey, kid: 'k1' })), 401, 'sso_token_invalid', 'bad_signature');
+  });
+
+  test('a rotated key is picked up: an unknown key id refetches the set once', async () => {
+    const rotated = await generateKeyPair('RS256', { extractable: true });
+    publicJwk = { ...(await exportJWK(rotated.publicKey)), kid: 'k-rotated', alg: 'RS256', use: 'sig' };
+    // Past the refresh interval of the previous test's refetch.
+    const { setClock, resetClock, ManualClock } = await import('../../src/lib/clock.ts');
+    const clock = new ManualClock(Date.now() * 1000 + 120_000_000);
+    setClock(clock);
+    try {
+      const res = await loginWith((nonce) => sign(good(nonce, { iat: Math.floor(clock.nowMicros() / 1e6), exp: Math.floor(clock.nowMicros() / 1e6) + 300 }), { key: rotated.privateKey, kid: 'k-rotated' }));
+      expect(res.status).toBe(302);
+    } finally {
+      resetClock();
+    }
+  });
+});
+
+// --- trusted-proxy header --------------------------------------------------------------------------
+
+describe('trusted-proxy header', () => {
+  let svc: TestService;
+  const PROXY = '10.77.0.5';
+
+  beforeAll(async () => {
+    svc = await testService({ env: { ...FAST_IDENTITY_ENV, SVC_AUTH_PROXY_HEADER: 'X-Forwarded-Email', SVC_AUTH_PROXY_ADDRESSES: '10.77.0.0/24' } });
+    const admin = await mfaAdmin(svc);
+    await userBrowser(admin, 'proxied@example.com');
+  });
+  afterAll(() => svc?.close());
+
+  test('from a listed proxy the header signs the user in', async () => {
+    svc.setPeer(PROXY);
+    const b = new Browser(svc);
+    const res = await b.call('GET', '/api/v1/auth/proxy/login?next=/activity', { headers: { 'x-forwarded-email': 'Proxied@Example.com' } });
+    expect(res.status).toBe(302);
+    expect(res.headers.get('location')).toBe('/activity');
+    expect((await b.call('GET', '/api/v1/auth/me')).body.email).toBe('proxied@example.com');
+    expect((await auditRows(svc, 'auth.login')).at(-1)!.metadata).toMatchObject({ method: 'proxy' });
+  });
+
+  test('refused: the header from an address not in the list', async () => {
+    svc.setPeer('127.0.0.1');
+    const res = await new Browser(svc).call('GET', '/api/v1/auth/proxy/login', { headers: { 'x-forwarded-email': 'proxied@example.com', 'x-forwarded-for': PROXY } });
+    await expectRefused(svc, res, 403, 'proxy_not_trusted', 'untrusted_proxy', 'proxy');
+    // The header is ignored everywhere else: it is no credential.
+    const me = await svc.call('GET', '/api/v1/auth/me', { headers: { 'x-forwarded-email': 'proxied@example.com' } });
+    expect(me.status).toBe(401);
+  });
+
+  test('refused: a listed proxy without the header, or naming no account', async () => {
+    svc.setPeer(PROXY);
+    await expectRefused(svc, await svc.call('GET', '/api/v1/auth/proxy/login'), 401, 'proxy_header_missing', 'header_missing', 'proxy');
+    await expectRefused(svc, await svc.call('GET', '/api/v1/auth/proxy/login', { headers: { 'x-forwarded-email': 'nobody@example.com' } }), 403, 'sso_no_account', 'no_account', 'proxy');
+  });
+});
+
+// --- password sign-in turned off ---------------------------------------------------------------------
+
+describe('password sign-in turned off (break-glass admin only)', () => {
+  test('others get 403 password_login_disabled; the break-glass admin still signs in', async () => {
+    const svc = await testService({
+      env: {
+        ...FAST_IDENTITY_ENV,
+        SVC_AUTH_PROXY_HEADER: 'X-Forwarded-Email',
+        SVC_AUTH_PROXY_ADDRESSES: '10.77.0.0/24',
+        SVC_PASSWORD_LOGIN_DISABLED: 'true',
+        SVC_PASSWORD_LOGIN_BREAK_GLASS_EMAIL: 'Admin@Example.com',
+      },
+    });
+    try {
+      const admin = await setupAdmin(svc);
+      await admin.enrollMfa();
+      await admin.call('POST', '/api/v1/users', { body: { email: 'user@example.com', password: STRONG_PASSWORD } });
+      const res = await new Browser(svc).login('user@example.com', STRONG_PASSWORD);
+      expect({ status: res.status, error: res.body.error }).toEqual({ status: 403, error: 'password_login_disabled' });
+      expect(sessionCookieSet(res)).toBe(false);
+      expect((await auditRows(svc, 'auth.login')).at(-1)!).toMatchObject({ result: 'failed', metadata: { reason: 'password_login_disabled' } });
+      expect((await new Browser(svc).login('admin@example.com', STRONG_PASSWORD)).status).toBe(200);
+      expect((await svc.call('GET', '/api/v1/auth/sso/config')).body.password_login).toEqual({ enabled: true, break_glass_only: true });
+    } finally {
+      await svc.close();
+    }
+  });
+
+  test('refused at start-up without single sign-on, or without a break-glass address', async () => {
+    await expect(testService({ env: { ...FAST_IDENTITY_ENV, SVC_PASSWORD_LOGIN_DISABLED: 'true', SVC_PASSWORD_LOGIN_BREAK_GLASS_EMAIL: 'a@example.com' } })).rejects.toThrow(ConfigError);
+    await expect(
+      testService({ env: { ...FAST_IDENTITY_ENV, SVC_PASSWORD_LOGIN_DISABLED: 'true', SVC_AUTH_PROXY_HEADER: 'X-Email', SVC_AUTH_PROXY_ADDRESSES: '10.0.0.1' } }),
+    ).rejects.toThrow(/BREAK_GLASS/);
+    await expect(testService({ env: { ...FAST_IDENTITY_ENV, SVC_OIDC_ISSUER: 'https://idp.example' } })).rejects.toThrow(/CLIENT_ID/);
+    await expect(testService({ env: { ...FAST_IDENTITY_ENV, SVC_OIDC_PROJECT_ROLES: 'ops-only' } })).rejects.toThrow(/group:project-slug:role/);
+  });
+
+  test('without SSO configured the routes answer 404 and a private provider is refused by the outbound policy', async () => {
+    const svc = await testService({ env: FAST_IDENTITY_ENV });
+    try {
+      const res = await svc.call('GET', '/api/v1/auth/sso/login');
+      expect({ status: res.status, error: res.body.error }).toEqual({ status: 404, error: 'sso_not_configured' });
+      expect((await svc.call('GET', '/api/v1/auth/proxy/login')).body.error).toBe('proxy_auth_not_configured');
+    } finally {
+      await svc.close();
+    }
+    // A loopback provider without SVC_OIDC_ALLOW_PRIVATE_PROVIDER: discovery is never sent.
+    const strict = await testService({ env: { ...oidcEnv('http://127.0.0.1:9'), SVC_OIDC_ALLOW_PRIVATE_PROVIDER: 'false' } });
+    try {
+      const res = await strict.call('GET', '/api/v1/auth/sso/login');
+      expect({ status: res.status, error: res.body.error, reason: res.body.details.reason }).toEqual({ status: 502, error: 'sso_provider_error', reason: 'discovery_unreachable' });
+      expect(res.body.message).toMatch(/loopback/);
+    } finally {
+      await strict.close();
+    }
+  });
+});
