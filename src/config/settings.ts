@@ -450,6 +450,19 @@ export const SETTINGS = {
     description: 'How often the retention leader looks for tasks past SVC_TASK_RETENTION_DAYS.',
   }),
 
+  // --- task statistics (src/stats/, docs/tasks-stats.md) ---------------------------
+  SVC_STATS_RETENTION_DAYS: int({
+    default: 30,
+    min: 1,
+    max: 3650,
+    description: 'Hourly task statistics, failure groups and their failed-task lists older than this are pruned (stats, trends and failure groups reach back this far at most).',
+  }),
+  SVC_STATS_MINUTE_RETENTION_HOURS: int({
+    default: 48,
+    min: 25,
+    max: 720,
+    description: 'Per-minute task statistics are kept this long (charts with buckets under an hour, and windows of up to 24 h counted to the minute, read them).',
+  }),
 
   // --- live dashboard updates (src/live/, src/signals/) ------------------------------
   SVC_LIVE_MAX_CONNECTIONS_PER_USER: int({

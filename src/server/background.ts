@@ -2,6 +2,7 @@
 // shutdown (see schedule.ts for how each job runs).
 import { startAuditJobs } from '../audit/jobs.ts';
 import { startScheduleJobs } from '../schedules/jobs.ts';
+import { startStatsJobs } from '../stats/jobs.ts';
 import { startAgentJobs } from '../transport/jobs.ts';
 import { startBulkJobs } from '../bulk/jobs.ts';
 import { startTaskRetention } from '../tasks/retention.ts';
@@ -12,5 +13,6 @@ export async function startBackground(ctx: AppContext): Promise<void> {
   await startAgentJobs(ctx);
   startBulkJobs(ctx);
   startTaskRetention(ctx);
+  startStatsJobs(ctx);
   await startScheduleJobs(ctx);
 }

@@ -6,6 +6,7 @@ import { commandRoutes } from '../commands/routes.ts';
 import { operatorRoutes } from '../commands/operator-routes.ts';
 import { bulkRoutes } from '../bulk/routes.ts';
 import { taskRoutes } from '../tasks/routes.ts';
+import { statsRoutes } from '../stats/routes.ts';
 import { scheduleRoutes } from '../schedules/routes.ts';
 import { adminRoutes } from '../admin/routes.ts';
 import { auditRoutes } from '../audit/routes.ts';
@@ -77,7 +78,7 @@ export function createContext(loaded: LoadedConfig, db: Db): AppContext {
 }
 
 export function buildServiceApp(ctx: AppContext) {
-  return buildApp(ctx, [healthRoutes, metricsRoutes, setupRoutes, authRoutes, ssoRoutes, userRoutes, projectRoutes, activityRoutes, adminRoutes, auditRoutes, agentRoutes, commandRoutes, operatorRoutes, bulkRoutes, taskRoutes, scheduleRoutes, notificationRoutes, userNotificationRoutes, agentTransportRoutes, liveRoutes], {
+  return buildApp(ctx, [healthRoutes, metricsRoutes, setupRoutes, authRoutes, ssoRoutes, userRoutes, projectRoutes, activityRoutes, adminRoutes, auditRoutes, agentRoutes, commandRoutes, operatorRoutes, bulkRoutes, taskRoutes, statsRoutes, scheduleRoutes, notificationRoutes, userNotificationRoutes, agentTransportRoutes, liveRoutes], {
     fallback: (_request, path) => dashboardResponse(path),
   });
 }

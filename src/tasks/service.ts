@@ -6,6 +6,7 @@ import type { Executor } from '../db/connect.ts';
 import type { EventRecord } from '../ingest/events.ts';
 import { notFound, validationFailed } from '../http/errors.ts';
 import { newTimeOrderedId } from '../lib/ids.ts';
+import { rollupTaskEvents } from '../stats/rollup.ts';
 import { isPlaceholderName, LATEST_WINS, queuesOf, taskKey, taskOf, tasksPage, upsertQueues, upsertTasks, upsertWorkers, workersOf, type QueueRow, type TaskFilter, type TaskRow, type WorkerRow } from './store.ts';
 import type { TaskPage, TaskPublic } from './schemas.ts';
 import type { TaskState } from './tables.ts';
@@ -188,6 +189,8 @@ export async function projectEvents(ex: Executor, projectId: string, records: Ev
   const storedTaskIds = taskRows.size > 0 ? await upsertTasks(ex, inKeyOrder(taskRows)) : null;
   if (workerRows.size > 0) await upsertWorkers(ex, inKeyOrder(workerRows));
   if (queueRows.size > 0) await upsertQueues(ex, inKeyOrder(queueRows));
+  // Per-minute and per-hour statistics of the same events, in the same transaction (src/stats/rollup.ts).
+  await rollupTaskEvents(ex, projectId, records);
   return { states, storedTaskIds };
 }
 

@@ -4,6 +4,9 @@
 // target for each caller.
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
 import { sql } from 'drizzle-orm';
+import { isoMicros } from '../../src/lib/clock.ts';
+import { failureGroupOf } from '../../src/stats/normalise.ts';
+import { rollupTaskEvents } from '../../src/stats/rollup.ts';
 import { testService, type CallOptions, type TestService } from '../helpers/app.ts';
 import { Browser, FAST_IDENTITY_ENV, MATRIX_ACTORS as ACTORS, STRONG_PASSWORD, matrixCallers, type MatrixActor as Actor } from '../helpers/identity.ts';
 import { operatorFixture } from '../helpers/operator.ts';
@@ -67,6 +70,18 @@ const projectOperator = (ok: number): Expect => ({ anonymous: 401, viewer: 403, 
 const newBulkJob = async () =>
   (await admin.call('POST', '/api/v1/projects/default/bulk-jobs', { body: { kind: 'retry', filter: { name: 'matrix' }, agent_id: ops.lpAgent } })).body.id as string;
 const commands = '/api/v1/projects/default/commands';
+/** Statistics reads: members of the project and API keys with tasks:read (the narrow key has it). */
+const statsRead: Expect = { anonymous: 401, other_project: 404, rest: 200 };
+/** A failure group of the default project (rolled up as ingest does). */
+let groupKey: string | null = null;
+const failureGroup = async () => {
+  if (groupKey) return groupKey;
+  const { id } = (await svc.ctx.db.all<{ id: string }>(sql`SELECT id FROM projects WHERE slug = 'default'`))[0]!;
+  const micros = Date.now() * 1000;
+  const data = { task_name: 'app.matrix', exception: 'ValueError', exception_message: 'matrix 1' };
+  await svc.ctx.db.tx((tx) => rollupTaskEvents(tx, id, [{ id: crypto.randomUUID(), engine: 'celery', kind: 'task.failed', taskId: 'matrix-1', occurredAt: isoMicros(micros), occurredMicros: micros, data }]));
+  return (groupKey = failureGroupOf(data).key);
+};
 const anySession = (ok = 200): Expect => ({ anonymous: 401, key_with_scope: 403, key_without_scope: 403, rest: ok });
 /** Schedule routes of the default project; a fresh schedule (svc's own scheduler) per call that changes one. */
 const schedules = '/api/v1/projects/default/schedules';
@@ -151,6 +166,12 @@ const ROWS: Row[] = [
   { name: 'GET /setup/status', request: async () => ({ method: 'GET', path: '/api/v1/setup/status' }), expect: { anonymous: 401, key_without_scope: 200, rest: 200 } },
   // activity
   { name: 'GET /activity', request: async () => ({ method: 'GET', path: '/api/v1/activity?limit=200' }), expect: anySession() },
+  // task statistics (any member; API keys with tasks:read)
+  { name: 'GET /projects/{slug}/stats', request: async () => ({ method: 'GET', path: '/api/v1/projects/default/stats?window=7d' }), expect: statsRead },
+  { name: 'GET /projects/{slug}/trends', request: async () => ({ method: 'GET', path: '/api/v1/projects/default/trends?window=24h&bucket=1h' }), expect: statsRead },
+  { name: 'GET /projects/{slug}/failure-groups', request: async () => ({ method: 'GET', path: '/api/v1/projects/default/failure-groups' }), expect: statsRead },
+  { name: 'GET /projects/{slug}/failure-groups/{key}/tasks', request: async () => ({ method: 'GET', path: `/api/v1/projects/default/failure-groups/${await failureGroup()}/tasks` }), expect: statsRead },
+  { name: 'GET /home', request: async () => ({ method: 'GET', path: '/api/v1/home' }), expect: { anonymous: 401, rest: 200 } },
   // operator actions (viewer refused on every one)
   { name: 'POST /commands/restart-worker', request: async () => ({ method: 'POST', path: `${commands}/restart-worker`, opts: { body: { worker_name: 'celery@matrix' } } }), expect: projectOperator(202) },
   { name: 'POST /commands/pool-resize', request: async () => ({ method: 'POST', path: `${commands}/pool-resize`, opts: { body: { worker_name: 'celery@matrix', delta: 1 } } }), expect: projectOperator(202) },
