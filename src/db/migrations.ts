@@ -18,6 +18,8 @@ import f0008s from '../../migrations/sqlite/0008_events_by_task_row.sql' with { 
 import f0008p from '../../migrations/postgres/0008_events_by_task_row.sql' with { type: 'text' };
 import f0009s from '../../migrations/sqlite/0009_notifications.sql' with { type: 'text' };
 import f0009p from '../../migrations/postgres/0009_notifications.sql' with { type: 'text' };
+import f0010s from '../../migrations/sqlite/0010_task_search.sql' with { type: 'text' };
+import f0010p from '../../migrations/postgres/0010_task_search.sql' with { type: 'text' };
 import f0011s from '../../migrations/sqlite/0011_task_aggregates.sql' with { type: 'text' };
 import f0011p from '../../migrations/postgres/0011_task_aggregates.sql' with { type: 'text' };
 import f0012s from '../../migrations/sqlite/0012_bulk_jobs.sql' with { type: 'text' };
@@ -44,6 +46,7 @@ export const MIGRATIONS: MigrationSource[] = [
   { revision: '0007', name: 'events_by_task_id', sqlite: f0007s, postgres: f0007p },
   { revision: '0008', name: 'events_by_task_row', sqlite: f0008s, postgres: f0008p },
   { revision: '0009', name: 'notifications', sqlite: f0009s, postgres: f0009p },
+  { revision: '0010', name: 'task_search', sqlite: f0010s, postgres: f0010p },
   { revision: '0011', name: 'task_aggregates', sqlite: f0011s, postgres: f0011p },
   { revision: '0012', name: 'bulk_jobs', sqlite: f0012s, postgres: f0012p },
   { revision: '0013', name: 'schedules', sqlite: f0013s, postgres: f0013p },

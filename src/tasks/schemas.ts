@@ -37,12 +37,64 @@ export const TaskPublic = Answer(
 );
 export type TaskPublic = Static<typeof TaskPublic>;
 
-export const TaskPage = Answer({ items: Type.Array(TaskPublic), next_cursor: Nullable(Type.String()) }, 'TaskPage');
+/** A field's search matches: plain text (never HTML) and [start, end) offsets into it in UTF-16
+ * code units; a dashboard wraps those ranges in <mark> as text nodes. */
+export const Highlight = Answer(
+  {
+    field: Type.Union(['task_id', 'name', 'exception', 'args', 'kwargs', 'result'].map((f) => Type.Literal(f))),
+    text: Type.String({ description: 'the field (args, kwargs and result as JSON), or a window of it with … where cut' }),
+    ranges: Type.Array(Type.Array(Type.Integer({ minimum: 0 }), { minItems: 2, maxItems: 2 }), { description: '[start, end) offsets into text' }),
+  },
+  'Highlight',
+);
+
+/** A row of the list: the task, and with `q` its matches field by field. */
+export const TaskListItem = Type.Composite([TaskPublic, Type.Object({ highlights: Type.Optional(Type.Array(Highlight)) })], {
+  additionalProperties: false,
+  $id: 'TaskListItem',
+});
+export type TaskListItem = Static<typeof TaskListItem>;
+
+export const TaskPage = Answer({ items: Type.Array(TaskListItem), next_cursor: Nullable(Type.String()) }, 'TaskPage');
 export type TaskPage = Static<typeof TaskPage>;
+export type TaskListPage = TaskPage;
 
 export const TaskEvent = Answer({ id: Uuid, kind: Type.String(), occurred_at: Timestamp, agent_id: Uuid, payload: AnyObject }, 'TaskEvent');
 export const TaskDetail = Type.Composite([TaskPublic, Type.Object({ events: Type.Array(TaskEvent) })], { additionalProperties: false, $id: 'TaskDetail' });
 export type TaskDetail = Static<typeof TaskDetail>;
+
+export const TaskEventPage = Answer({ items: Type.Array(TaskEvent), next_cursor: Nullable(Type.String()) }, 'TaskEventPage');
+export type TaskEventPage = Static<typeof TaskEventPage>;
+
+export const TaskTreeNode = Answer(
+  {
+    task_id: Type.String(),
+    name: Nullable(Type.String()),
+    state: TaskStateSchema,
+    parent_task_id: Nullable(Type.String()),
+    root_task_id: Nullable(Type.String()),
+    depth: Type.Integer({ minimum: 0, description: '0 for the root; children of a parent svc never stored count from the root' }),
+    worker_name: Nullable(Type.String()),
+    received_at: Nullable(Timestamp),
+    started_at: Nullable(Timestamp),
+    finished_at: Nullable(Timestamp),
+    runtime_ms: Nullable(Type.Number()),
+  },
+  'TaskTreeNode',
+);
+
+export const TaskTree = Answer(
+  {
+    engine: Type.String(),
+    root_task_id: Type.String({ description: 'the root (it is among the nodes only if svc stored it)' }),
+    node_count: Type.Integer({ minimum: 0 }),
+    truncated: Type.Boolean({ description: 'true when the limits left tasks of the tree out' }),
+    limits: Answer({ max_depth: Type.Integer(), max_width: Type.Integer(), max_nodes: Type.Integer() }),
+    nodes: Type.Array(TaskTreeNode, { description: 'breadth first from the root' }),
+  },
+  'TaskTree',
+);
+export type TaskTree = Static<typeof TaskTree>;
 
 export const WorkerPublic = Answer(
   {
@@ -81,3 +133,21 @@ export const QueuePublic = Answer(
   },
   'QueuePublic',
 );
+
+export const WorkerDetail = Type.Composite(
+  [
+    WorkerPublic,
+    Type.Object({
+      queue_details: Type.Array(QueuePublic, { description: 'the queues it consumes that agents reported, with their depth where reported' }),
+      task_counts: Answer({
+        window_seconds: Type.Integer(),
+        since: Timestamp,
+        by_state: Type.Record(Type.String(), Type.Integer({ minimum: 0 })),
+        total: Type.Integer({ minimum: 0 }),
+        complete: Type.Boolean({ description: 'false when the window held more of the project\'s tasks than one answer reads (the counts are of the newest)' }),
+      }),
+    }),
+  ],
+  { additionalProperties: false, $id: 'WorkerDetail' },
+);
+export type WorkerDetail = Static<typeof WorkerDetail>;

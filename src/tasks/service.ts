@@ -4,10 +4,10 @@
 // depths and worker details in adapter_health.
 import type { Executor } from '../db/connect.ts';
 import type { EventRecord } from '../ingest/events.ts';
-import { notFound, validationFailed } from '../http/errors.ts';
+import { notFound } from '../http/errors.ts';
 import { newTimeOrderedId } from '../lib/ids.ts';
 import { rollupTaskEvents } from '../stats/rollup.ts';
-import { isPlaceholderName, LATEST_WINS, queuesOf, taskKey, taskOf, tasksPage, upsertQueues, upsertTasks, upsertWorkers, workersOf, type QueueRow, type TaskFilter, type TaskRow, type WorkerRow } from './store.ts';
+import { isPlaceholderName, LATEST_WINS, queuesOf, taskKey, taskOf, upsertQueues, upsertTasks, upsertWorkers, workersOf, type QueueRow, type TaskRow, type WorkerRow } from './store.ts';
 import type { TaskPage, TaskPublic } from './schemas.ts';
 import type { TaskState } from './tables.ts';
 
@@ -267,26 +267,6 @@ export const listQueues = (ex: Executor, projectId: string) => queuesOf(ex, proj
 export function toTaskPublic(t: TaskRow): TaskPublic {
   const { state_tier: _tier, state_at: _at, ...rest } = t;
   return { ...rest, runtime_ms: t.runtime_ms === null ? null : Number(t.runtime_ms) };
-}
-
-/** The list route's query: the store's filter, with a cursor string and an optional limit. */
-export type TaskQuery = Omit<TaskFilter, 'before' | 'limit'> & { cursor?: string; limit?: number };
-
-const CURSOR_RE = /^(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}\+00:00)\|(.{1,64})$/;
-
-/** One page of tasks, newest first; `next_cursor` continues it. */
-export async function listTasks(ex: Executor, projectId: string, q: TaskQuery): Promise<TaskPage> {
-  const limit = q.limit ?? 50;
-  let before: { created_at: string; id: string } | undefined;
-  if (q.cursor) {
-    const m = CURSOR_RE.exec(q.cursor);
-    if (!m) throw validationFailed([{ location: 'query', path: '/cursor', message: 'is not a cursor this endpoint returned' }]);
-    before = { created_at: m[1]!, id: m[2]! };
-  }
-  const rows = await tasksPage(ex, projectId, { ...q, ...(before ? { before } : {}), limit: limit + 1 });
-  const page = rows.slice(0, limit);
-  const last = page[page.length - 1];
-  return { items: page.map(toTaskPublic), next_cursor: rows.length > limit && last ? `${last.created_at}|${last.id}` : null };
 }
 
 /** One task of the project; 404 when unknown. */

@@ -1,7 +1,7 @@
 // Queries of the task, worker and queue projections. Upserts merge in SQL
 // (ON CONFLICT ... DO UPDATE with CASE/COALESCE) so concurrent batches from
 // several agents about one task never lose each other's fields.
-import { and, asc, desc, eq, sql } from 'drizzle-orm';
+import { and, asc, eq, sql } from 'drizzle-orm';
 import { arrayLiteral, bulkWrite, sqliteClient, storedText, type BulkWrite } from '../db/bulk.ts';
 import type { Executor } from '../db/connect.ts';
 
@@ -89,10 +89,56 @@ export const taskKey = (engine: string, taskId: string): string => `${storedText
  * there: null. */
 export async function upsertTasks(ex: Executor, rows: TaskRow[]): Promise<Set<string> | null> {
   if (ex.dialect === 'sqlite') {
+    // New rows get rowids above the highest one (SQLite's one writer holds the database).
+    const top = sqliteClient(ex).query<{ m: number | null }, []>('SELECT max(rowid) AS m FROM tasks').get()?.m ?? 0;
     await bulkWrite(ex, TASK_WRITE, rows);
+    indexForSearch(ex, rows, top);
     return null;
   }
+  // PostgreSQL: the tasks_search trigger keeps search_vector in step (migration 0010).
   return new Set((await bulkWrite(ex, { ...TASK_WRITE, report: 'id' }, rows)) as string[]);
+}
+
+/** SQLite: the search index's entries of the rows just written (migration 0010), made from the
+ * rows as stored: those inserted (rowids above `top`, read in one range) get one; those stored
+ * before lose theirs by rowid and get a new one. Deletes all come first: FTS5 flushes the terms it
+ * holds in memory to a new segment before a delete, so interleaved they would cost a segment per
+ * row (as a trigger in the upsert statement would, through its savepoint). Values are bound, not
+ * selected into the index: INSERT INTO a virtual table ... SELECT stages its rows first and
+ * cost twice as much. */
+function indexForSearch(ex: Executor, rows: TaskRow[], top: number): void {
+  const client = sqliteClient(ex);
+  const inserted = client
+    .query<SearchedRow & { project_id: string; engine: string; task_id: string }, [number]>(
+      'SELECT rowid AS r, project_id, engine, task_id, name, args, kwargs, result, exception FROM tasks WHERE rowid > ?',
+    )
+    .all(top);
+  const key = (projectId: string, engine: string, taskId: string) => `${projectId}\u0000${engine}\u0000${taskId}`;
+  const isNew = new Set(inserted.map((r) => key(r.project_id, r.engine, r.task_id)));
+  const read = client.query<SearchedRow, [string, string, string]>(
+    'SELECT rowid AS r, name, args, kwargs, result, exception FROM tasks WHERE project_id = ? AND engine = ? AND task_id = ?',
+  );
+  const updated: SearchedRow[] = [];
+  for (const row of rows) {
+    const engine = storedText(row.engine);
+    const taskId = storedText(row.task_id);
+    if (isNew.has(key(row.project_id, engine, taskId))) continue;
+    const stored = read.get(row.project_id, engine, taskId);
+    if (stored) updated.push(stored);
+  }
+  const drop = client.query('DELETE FROM tasks_fts WHERE rowid = ?');
+  for (const s of updated) drop.run(s.r);
+  const add = client.query('INSERT INTO tasks_fts (rowid, name, args, kwargs, result, exception) VALUES (?, ?, ?, ?, ?, ?)');
+  for (const s of [...inserted, ...updated]) add.run(s.r, s.name, s.args, s.kwargs, s.result, s.exception);
+}
+
+interface SearchedRow {
+  r: number;
+  name: string | null;
+  args: string | null;
+  kwargs: string | null;
+  result: string | null;
+  exception: string | null;
 }
 
 export const upsertWorkers = (ex: Executor, rows: WorkerRow[]): Promise<unknown> => bulkWrite(ex, WORKER_WRITE, rows);
@@ -135,41 +181,4 @@ export async function workersOf(ex: Executor, projectId: string): Promise<Worker
 export async function queuesOf(ex: Executor, projectId: string): Promise<QueueRow[]> {
   const t = ex.t.queues;
   return ex.q.select().from(t).where(eq(t.project_id, projectId)).orderBy(asc(t.engine), asc(t.name));
-}
-
-export interface TaskFilter {
-  state?: string;
-  engine?: string;
-  queue?: string;
-  worker?: string;
-  /** Case-insensitive substring of the task name (a literal: % and _ match themselves). */
-  name?: string;
-  /** created_at bounds (first seen). */
-  since?: string;
-  until?: string;
-  before?: { created_at: string; id: string };
-  limit: number;
-}
-
-/** Tasks newest first (by when svc first heard of them), keyset-paged. */
-export async function tasksPage(ex: Executor, projectId: string, f: TaskFilter): Promise<TaskRow[]> {
-  const t = ex.t.tasks;
-  const conds = [eq(t.project_id, projectId)];
-  if (f.state) conds.push(eq(t.state, f.state as TaskRow['state']));
-  if (f.engine) conds.push(eq(t.engine, f.engine));
-  if (f.queue) conds.push(eq(t.queue, f.queue));
-  if (f.worker) conds.push(eq(t.worker_name, f.worker));
-  if (f.name) {
-    const literal = f.name.toLowerCase().replace(/[\\%_]/g, (c) => `\\${c}`);
-    conds.push(sql`lower(${t.name}) LIKE ${`%${literal}%`} ESCAPE '\\'`);
-  }
-  if (f.since) conds.push(sql`${t.created_at} >= ${f.since}`);
-  if (f.until) conds.push(sql`${t.created_at} < ${f.until}`);
-  if (f.before) conds.push(sql`(${t.created_at}, ${t.id}) < (${f.before.created_at}, ${f.before.id})`);
-  return ex.q
-    .select()
-    .from(t)
-    .where(and(...conds))
-    .orderBy(desc(t.created_at), desc(t.id))
-    .limit(f.limit);
 }

@@ -83,6 +83,14 @@ const failureGroup = async () => {
   return (groupKey = failureGroupOf(data).key);
 };
 const anySession = (ok = 200): Expect => ({ anonymous: 401, key_with_scope: 403, key_without_scope: 403, rest: ok });
+/** Task explorer reads: members of the project and API keys with tasks:read (the narrow key has it). */
+const taskRead: Expect = { anonymous: 401, other_project: 404, rest: 200 };
+/** `<engine>/<task_id>` of a task of the default project (the operator fixture stores some). */
+const matrixTask = async () => {
+  const [t] = await svc.ctx.db.all<{ engine: string; task_id: string }>(sql`SELECT engine, task_id FROM tasks WHERE name = 'app.tasks.matrix' ORDER BY id LIMIT 1`);
+  return `${t!.engine}/${encodeURIComponent(t!.task_id)}`;
+};
+
 /** Schedule routes of the default project; a fresh schedule (svc's own scheduler) per call that changes one. */
 const schedules = '/api/v1/projects/default/schedules';
 const scheduleBody = () => ({ name: 'matrix', engine: 'celery', kind: 'interval', expression: '60', task_name: 'app.tasks.matrix' });
@@ -172,6 +180,17 @@ const ROWS: Row[] = [
   { name: 'GET /projects/{slug}/failure-groups', request: async () => ({ method: 'GET', path: '/api/v1/projects/default/failure-groups' }), expect: statsRead },
   { name: 'GET /projects/{slug}/failure-groups/{key}/tasks', request: async () => ({ method: 'GET', path: `/api/v1/projects/default/failure-groups/${await failureGroup()}/tasks` }), expect: statsRead },
   { name: 'GET /home', request: async () => ({ method: 'GET', path: '/api/v1/home' }), expect: { anonymous: 401, rest: 200 } },
+  // the task explorer (any member; API keys with tasks:read, which the narrow key has)
+  { name: 'GET /projects/{slug}/tasks', request: async () => ({ method: 'GET', path: '/api/v1/projects/default/tasks?q=matrix&sort=runtime_ms&priority=high,low' }), expect: taskRead },
+  { name: 'GET /projects/{slug}/tasks/export.csv', request: async () => ({ method: 'GET', path: '/api/v1/projects/default/tasks/export.csv?q=matrix' }), expect: taskRead },
+  // One row: NDJSON of one line is also a JSON document, which the test client parses.
+  { name: 'GET /projects/{slug}/tasks/export.ndjson', request: async () => ({ method: 'GET', path: '/api/v1/projects/default/tasks/export.ndjson?limit=1' }), expect: taskRead },
+  { name: 'GET /projects/{slug}/tasks/{engine}/{task_id}', request: async () => ({ method: 'GET', path: `/api/v1/projects/default/tasks/${await matrixTask()}` }), expect: taskRead },
+  { name: 'GET /projects/{slug}/tasks/{engine}/{task_id}/tree', request: async () => ({ method: 'GET', path: `/api/v1/projects/default/tasks/${await matrixTask()}/tree` }), expect: taskRead },
+  { name: 'GET /projects/{slug}/tasks/{engine}/{task_id}/events', request: async () => ({ method: 'GET', path: `/api/v1/projects/default/tasks/${await matrixTask()}/events?order=desc` }), expect: taskRead },
+  { name: 'GET /projects/{slug}/workers', request: async () => ({ method: 'GET', path: '/api/v1/projects/default/workers' }), expect: taskRead },
+  { name: 'GET /projects/{slug}/workers/{worker}', request: async () => ({ method: 'GET', path: `/api/v1/projects/default/workers/${encodeURIComponent('celery@matrix')}` }), expect: taskRead },
+  { name: 'GET /projects/{slug}/queues', request: async () => ({ method: 'GET', path: '/api/v1/projects/default/queues' }), expect: taskRead },
   // operator actions (viewer refused on every one)
   { name: 'POST /commands/restart-worker', request: async () => ({ method: 'POST', path: `${commands}/restart-worker`, opts: { body: { worker_name: 'celery@matrix' } } }), expect: projectOperator(202) },
   { name: 'POST /commands/pool-resize', request: async () => ({ method: 'POST', path: `${commands}/pool-resize`, opts: { body: { worker_name: 'celery@matrix', delta: 1 } } }), expect: projectOperator(202) },

@@ -1,0 +1,323 @@
+// Read queries of the task explorer (explorer.ts), for both dialects: keyset
+// pages in each sort, the full-text index, the task tree and a task's events.
+// SQLite is told which index serves a sort (INDEXED BY): without statistics
+// its planner may pick a filter's index and sort every matching row instead.
+import { sql, type SQL } from 'drizzle-orm';
+import { sqliteClient, storedText } from '../db/bulk.ts';
+import type { Executor } from '../db/connect.ts';
+import { SORT_SPECS, tieOf, type KeyValue, type Order, type Sort } from './paging.ts';
+import type { TaskRow } from './store.ts';
+import type { TaskState } from './tables.ts';
+
+const TASK_COLUMNS = [
+  'id', 'project_id', 'engine', 'task_id', 'name', 'queue', 'state', 'state_tier', 'state_at', 'priority', 'args', 'kwargs', 'result',
+  'exception', 'traceback', 'retry_count', 'eta', 'received_at', 'started_at', 'finished_at', 'runtime_ms', 'worker_name',
+  'parent_task_id', 'root_task_id', 'tags', 'created_at', 'updated_at',
+] as const;
+const SELECT = sql.raw(TASK_COLUMNS.join(', '));
+const JSON_COLUMNS = ['args', 'kwargs', 'result', 'tags'] as const;
+
+/** A stored row as read: SQLite holds JSON as text. */
+function decoded(ex: Executor, raw: Record<string, unknown>): TaskRow {
+  if (ex.dialect === 'sqlite') for (const c of JSON_COLUMNS) if (typeof raw[c] === 'string') raw[c] = JSON.parse(raw[c] as string);
+  return raw as unknown as TaskRow;
+}
+
+export interface ExplorerFilter {
+  state?: TaskState;
+  engine?: string;
+  queue?: string;
+  worker?: string;
+  /** Case-insensitive substring of the name (a literal: % and _ match themselves). */
+  name?: string;
+  /** created_at bounds (first seen). */
+  since?: string;
+  until?: string;
+  priorities?: string[];
+}
+
+const list = (values: readonly (string | number)[]): SQL => sql.join(values.map((v) => sql`${v}`), sql`, `);
+
+/** The filter's conditions (text as stored: PostgreSQL refuses NUL, which svc stores as U+FFFD). */
+function filterSql(f: ExplorerFilter): SQL[] {
+  const conds: SQL[] = [];
+  if (f.state) conds.push(sql`state = ${f.state}`);
+  if (f.engine) conds.push(sql`engine = ${storedText(f.engine)}`);
+  if (f.queue) conds.push(sql`queue = ${storedText(f.queue)}`);
+  if (f.worker) conds.push(sql`worker_name = ${storedText(f.worker)}`);
+  if (f.name) {
+    const literal = storedText(f.name).toLowerCase().replace(/[\\%_]/g, (c) => `\\${c}`);
+    conds.push(sql`lower(name) LIKE ${`%${literal}%`} ESCAPE '\\'`);
+  }
+  if (f.since) conds.push(sql`created_at >= ${f.since}`);
+  if (f.until) conds.push(sql`created_at < ${f.until}`);
+  if (f.priorities && f.priorities.length > 0) conds.push(sql`priority IN (${list(f.priorities)})`);
+  return conds;
+}
+
+const and = (conds: SQL[]): SQL => sql.join(conds, sql` AND `);
+
+/** A key value as bound: PostgreSQL compares runtime_ms as bigint (a float parameter would keep the index out). */
+const bound = (ex: Executor, column: string, v: KeyValue): SQL => (ex.dialect === 'postgres' && column === 'runtime_ms' ? sql`${v}::bigint` : sql`${v}`);
+
+export interface KeysetQuery {
+  projectId: string;
+  filter: ExplorerFilter;
+  sort: Sort;
+  order: Order;
+  /** Start after this row's key (its sort values and tie-breaker, see paging.ts tieOf); null: from the first row. */
+  after: { key: KeyValue[]; id: string | number } | null;
+  limit: number;
+  /** More conditions (a search's). */
+  extra?: SQL[];
+  /** SQLite: the rows are these rowids (few): read them by rowid and sort them, not walk the sort's index. */
+  rowids?: number[];
+}
+
+/** A row of a page with the tie-breaker of its sort (for the cursor after it). */
+export interface Keyed {
+  row: TaskRow;
+  tie: string | number;
+}
+
+/** One page in the sort's order. A sort on a column that may be empty lists the rows where it is
+ * set, then those where it is not (each by the sort's index: `IS NOT NULL` / `IS NULL` as a range of it). */
+export async function keysetPage(ex: Executor, q: KeysetQuery): Promise<Keyed[]> {
+  const spec = SORT_SPECS[q.sort];
+  const tie = tieOf(q.sort, ex.dialect);
+  const base = [sql`project_id = ${q.projectId}`, ...filterSql(q.filter), ...(q.extra ?? [])];
+  const access = await accessOf(ex, q);
+  if (!spec.nullable) return pageOf(ex, q, access, base, q.after ? [keyAfter(ex, spec.columns, tie, q.after, q.order)] : []);
+  const column = spec.columns[0]!;
+  const rows: Keyed[] = [];
+  if (!q.after || q.after.key[0] !== null) {
+    const keys = [sql.raw(`${column} IS NOT NULL`)];
+    if (q.after) keys.push(keyAfter(ex, spec.columns, tie, q.after, q.order));
+    rows.push(...(await pageOf(ex, q, access, base, keys)));
+    if (rows.length >= q.limit) return rows;
+  }
+  const nulls = [sql.raw(`${column} IS NULL`)];
+  if (q.after && q.after.key[0] === null) nulls.push(sql`${sql.raw(tie)} ${sql.raw(q.order === 'desc' ? '<' : '>')} ${q.after.id}`);
+  rows.push(...(await pageOf(ex, { ...q, limit: q.limit - rows.length }, access, base, nulls)));
+  return rows;
+}
+
+function keyAfter(ex: Executor, columns: string[], tie: string, after: { key: KeyValue[]; id: string | number }, order: Order): SQL {
+  const values = sql.join(columns.map((c, i) => bound(ex, c, after.key[i]!)), sql`, `);
+  return sql`(${sql.raw(columns.join(', '))}, ${sql.raw(tie)}) ${sql.raw(order === 'desc' ? '<' : '>')} (${values}, ${after.id})`;
+}
+
+/** Sorts on the indexes that hold every project's tasks (paging.ts `slim`): whether the project's
+ * own rows are read (tasks_project_created) and sorted rather than the sort's index walked. The walk
+ * reads about limit × all / project entries; sorting reads the project's tasks: the walk wins
+ * unless project² < limit × all. Judged on a count of at most that many of the project's rows (an
+ * index-only read: some 7,000 entries at a million tasks) against all tasks (SQLite: the highest
+ * rowid; PostgreSQL: the planner's estimate), remembered ten seconds per project (either way
+ * the page is the same). PostgreSQL's planner would walk the index for a small project too,
+ * misled by the LIMIT. */
+const OWN_ROWS_FOR_MS = 10_000;
+const ownRowsChoices = new Map<string, { own: boolean; at: number }>();
+
+/** Forgets the choices sortsOwnRows remembers (tests that grow a project between pages). */
+export const forgetSortChoices = (): void => ownRowsChoices.clear();
+
+async function sortsOwnRows(ex: Executor, projectId: string, limit: number): Promise<boolean> {
+  const key = `${ex.dialect}:${projectId}`;
+  const known = ownRowsChoices.get(key);
+  if (known && Date.now() - known.at < OWN_ROWS_FOR_MS) return known.own;
+  const own = await countsAsSmall(ex, projectId, limit);
+  if (ownRowsChoices.size > 10_000) ownRowsChoices.clear();
+  ownRowsChoices.set(key, { own, at: Date.now() });
+  return own;
+}
+
+async function countsAsSmall(ex: Executor, projectId: string, limit: number): Promise<boolean> {
+  const [all] =
+    ex.dialect === 'sqlite'
+      ? await ex.all<{ n: number | null }>(sql`SELECT max(rowid) AS n FROM tasks`)
+      : await ex.all<{ n: number | null }>(sql`SELECT reltuples AS n FROM pg_class WHERE oid = 'tasks'::regclass`);
+  const bound = Math.floor(Math.sqrt(Math.max(limit, 51) * Math.max(0, Number(all?.n ?? 0))));
+  const index = ex.dialect === 'sqlite' ? sql.raw('INDEXED BY tasks_project_created') : sql``;
+  const [r] = await ex.all<{ n: number }>(sql`SELECT count(*) AS n FROM (SELECT 1 FROM tasks ${index} WHERE project_id = ${projectId} LIMIT ${bound + 1}) AS p`);
+  return Number(r!.n) <= bound;
+}
+
+/** How a page is read (SQLite: by rowids, or through a named index) and whether the rows found are
+ * then sorted, not read in the sort's order. */
+interface Access {
+  from: SQL;
+  sorts: boolean;
+}
+
+async function accessOf(ex: Executor, q: KeysetQuery): Promise<Access> {
+  const via = (text: string, sorts = false): Access => ({ from: sql.raw(text), sorts });
+  const spec = SORT_SPECS[q.sort];
+  const ownRows = spec.slim && !q.rowids && (await sortsOwnRows(ex, q.projectId, q.limit));
+  if (ex.dialect !== 'sqlite') return via('tasks', ownRows);
+  if (q.rowids) return via('tasks NOT INDEXED', true);
+  if (q.sort === 'created_at' && q.filter.state) return via('tasks INDEXED BY tasks_project_state_created');
+  if (ownRows) return via('tasks INDEXED BY tasks_project_created', true);
+  return via(`tasks INDEXED BY ${spec.index}`);
+}
+
+/** A page: rows meeting `conds` (project, filter, search) and `keys` (the keyset's conditions). */
+async function pageOf(ex: Executor, q: KeysetQuery, access: Access, conds: SQL[], keys: SQL[]): Promise<Keyed[]> {
+  if (q.limit <= 0) return [];
+  const tie = tieOf(q.sort, ex.dialect);
+  const dir = q.order === 'desc' ? 'DESC' : 'ASC';
+  const orderBy = sql.raw([...SORT_SPECS[q.sort].columns, tie].map((c) => `${c} ${dir}`).join(', '));
+  if (q.rowids) conds = [...conds, sql`rowid IN (SELECT value FROM json_each(${JSON.stringify(q.rowids)}))`];
+  const all = [...conds, ...keys];
+  // Rows to be sorted (a set of rowids, a project's own rows): their keys are sorted, then the
+  // page's rows read, instead of whole rows sorted. On PostgreSQL the project's rows are read
+  // behind OFFSET 0, which keeps the planner from taking the keyset's conditions, ORDER BY and
+  // LIMIT into that read (and the sort's index with them).
+  const text = !access.sorts
+    ? sql`SELECT ${sql.raw(tie)} AS tie_, ${SELECT} FROM ${access.from} WHERE ${and(all)} ORDER BY ${orderBy} LIMIT ${q.limit}`
+    : ex.dialect === 'sqlite'
+      ? sql`SELECT ${sql.raw(tie)} AS tie_, ${SELECT} FROM tasks WHERE rowid IN (SELECT rowid FROM ${access.from} WHERE ${and(all)} ORDER BY ${orderBy} LIMIT ${q.limit}) ORDER BY ${orderBy}`
+      : sql`SELECT ${sql.raw(tie)} AS tie_, ${SELECT} FROM tasks WHERE id IN (
+          SELECT id FROM (SELECT ${sql.raw([...new Set([...SORT_SPECS[q.sort].columns, 'id'])].join(', '))} FROM tasks WHERE ${and(conds)} OFFSET 0) AS own
+          ${keys.length > 0 ? sql`WHERE ${and(keys)}` : sql``} ORDER BY ${orderBy} LIMIT ${q.limit}) ORDER BY ${orderBy}`;
+  const rows = await ex.all<Record<string, unknown>>(text);
+  return rows.map((r) => {
+    const t = r.tie_ as string | number;
+    delete r.tie_;
+    return { row: decoded(ex, r), tie: t };
+  });
+}
+
+// --- search -------------------------------------------------------------------
+
+/** PostgreSQL: the condition of a search (`tsquery` from search.ts tsQuery). */
+export const pgSearchCondition = (tsquery: string): SQL => sql`search_vector @@ to_tsquery('simple', ${tsquery})`;
+
+/** SQLite: the rowids of tasks (of any project) matching an FTS5 expression (from search.ts
+ * fts5Query) in rowid order (the order tasks were first stored), after `afterRowid`, read on
+ * demand: one statement, so FTS5 merges a prefix term's doclists once per walk, not per batch.
+ * A statement of its own (never a cached one another request could reset); close() when done. */
+export function ftsWalk(ex: Executor, match: string, order: Order, afterRowid: number | null): { take(n: number): number[]; close(): void } {
+  const after = afterRowid === null ? '' : ` AND rowid ${order === 'desc' ? '<' : '>'} ?`;
+  const statement = sqliteClient(ex).prepare<{ rowid: number }, (string | number)[]>(
+    `SELECT rowid FROM tasks_fts WHERE tasks_fts MATCH ?${after} ORDER BY rowid ${order === 'desc' ? 'DESC' : 'ASC'}`,
+  );
+  const rows = statement.iterate(...(afterRowid === null ? [match] : [match, afterRowid]));
+  let done = false;
+  return {
+    take(n) {
+      const out: number[] = [];
+      while (!done && out.length < n) {
+        const next = rows.next();
+        if (next.done) done = true;
+        else out.push(next.value.rowid);
+      }
+      return out;
+    },
+    close() {
+      rows.return?.();
+      statement.finalize();
+    },
+  };
+}
+
+/** SQLite: the tasks among `rowids` that are the project's and meet the filter, with their rowid. */
+export async function tasksAtRowids(ex: Executor, projectId: string, filter: ExplorerFilter, rowids: number[], extra: SQL[] = []): Promise<Keyed[]> {
+  if (rowids.length === 0) return [];
+  const conds = [sql`rowid IN (SELECT value FROM json_each(${JSON.stringify(rowids)}))`, sql`project_id = ${projectId}`, ...filterSql(filter), ...extra];
+  const rows = await ex.all<Record<string, unknown>>(sql`SELECT rowid AS tie_, ${SELECT} FROM tasks NOT INDEXED WHERE ${and(conds)}`);
+  return rows.map((r) => {
+    const tie = r.tie_ as number;
+    delete r.tie_;
+    return { row: decoded(ex, r), tie };
+  });
+}
+
+/** The project's engines (a walk of the (project, engine, task id) index: one seek per engine). */
+async function enginesOf(ex: Executor, projectId: string): Promise<string[]> {
+  const rows = await ex.all<{ engine: string | null }>(sql`WITH RECURSIVE e(engine) AS (
+      SELECT (SELECT min(engine) FROM tasks WHERE project_id = ${projectId})
+      UNION ALL
+      SELECT (SELECT min(engine) FROM tasks WHERE project_id = ${projectId} AND engine > e.engine) FROM e WHERE e.engine IS NOT NULL
+    ) SELECT engine FROM e WHERE engine IS NOT NULL`);
+  return rows.map((r) => r.engine!);
+}
+
+/** Where a text prefix's range ends: above every string that starts with it (in byte order; in a
+ * PostgreSQL collation other than C a few may fall outside, so rows are checked after). */
+const PREFIX_END = '\u{10FFFF}';
+
+/** The project's tasks (meeting the filter) whose task id is `taskId`, or starts with it when
+ * `prefix`; exact ones first, then by task id, at most `limit`. */
+export async function tasksWithId(ex: Executor, projectId: string, filter: ExplorerFilter, taskId: string, prefix: boolean, limit: number): Promise<TaskRow[]> {
+  const engines = filter.engine ? [filter.engine] : await enginesOf(ex, projectId);
+  if (engines.length === 0) return [];
+  const id = storedText(taskId);
+  const match = prefix ? sql`task_id >= ${id} AND task_id < ${id + PREFIX_END}` : sql`task_id = ${id}`;
+  const conds = [sql`project_id = ${projectId}`, sql`engine IN (${list(engines.map(storedText))})`, match, ...filterSql(filter)];
+  const rows = await ex.all<Record<string, unknown>>(sql`SELECT ${SELECT} FROM tasks WHERE ${and(conds)} ORDER BY task_id, engine LIMIT ${limit + 1}`);
+  return rows
+    .map((r) => decoded(ex, r))
+    .filter((r) => r.task_id.startsWith(id))
+    .sort((a, b) => Number(b.task_id === id) - Number(a.task_id === id))
+    .slice(0, limit);
+}
+
+// --- the tree -------------------------------------------------------------------
+
+export type TreeRow = Pick<TaskRow, 'id' | 'task_id' | 'name' | 'state' | 'parent_task_id' | 'root_task_id' | 'received_at' | 'started_at' | 'finished_at' | 'runtime_ms' | 'worker_name' | 'created_at'>;
+const TREE_SELECT = sql.raw('id, task_id, name, state, parent_task_id, root_task_id, received_at, started_at, finished_at, runtime_ms, worker_name, created_at');
+
+/** Tasks of the engine by task id. */
+export async function treeRowsByTaskId(ex: Executor, projectId: string, engine: string, taskIds: string[]): Promise<TreeRow[]> {
+  if (taskIds.length === 0) return [];
+  return ex.all<TreeRow>(sql`SELECT ${TREE_SELECT} FROM tasks WHERE project_id = ${projectId} AND engine = ${engine} AND task_id IN (${list(taskIds.map(storedText))})`);
+}
+
+/** Children of the given tasks (by parent_task_id), first stored first, at most `limit`. */
+export async function treeChildren(ex: Executor, projectId: string, engine: string, parentIds: string[], limit: number): Promise<TreeRow[]> {
+  if (parentIds.length === 0) return [];
+  return ex.all<TreeRow>(
+    sql`SELECT ${TREE_SELECT} FROM tasks WHERE project_id = ${projectId} AND engine = ${engine} AND parent_task_id IN (${list(parentIds.map(storedText))}) ORDER BY id LIMIT ${limit}`,
+  );
+}
+
+// --- a task's events ------------------------------------------------------------
+
+export interface EventRowOut {
+  id: string;
+  kind: string;
+  occurred_at: string;
+  agent_id: string;
+  payload: Record<string, unknown>;
+}
+
+/** A task row's events in occurred_at order (ties by id), after `after`. */
+export async function eventsPage(ex: Executor, taskRowId: string, order: Order, after: { occurred_at: string; id: string } | null, limit: number): Promise<EventRowOut[]> {
+  const op = sql.raw(order === 'desc' ? '<' : '>');
+  const dir = sql.raw(order === 'desc' ? 'DESC' : 'ASC');
+  const cond = after ? sql` AND (occurred_at, id) ${op} (${after.occurred_at}, ${after.id})` : sql``;
+  const rows = await ex.all<Record<string, unknown>>(
+    sql`SELECT id, kind, occurred_at, agent_id, payload FROM events WHERE task_ref = ${taskRowId}${cond} ORDER BY occurred_at ${dir}, id ${dir} LIMIT ${limit}`,
+  );
+  return rows.map((r) => ({ ...r, payload: typeof r.payload === 'string' ? JSON.parse(r.payload) : r.payload }) as EventRowOut);
+}
+
+// --- a worker's tasks -----------------------------------------------------------
+
+/** Counts by state of the tasks a worker ran that svc first heard of since `since`, reading at most
+ * `scanLimit` of the project's newest tasks (with how many it read: all of the window when fewer). */
+export async function workerStateCounts(ex: Executor, projectId: string, worker: string, since: string, scanLimit: number): Promise<{ counts: Record<string, number>; scanned: number }> {
+  const index = ex.dialect === 'sqlite' ? sql.raw('INDEXED BY tasks_project_created') : sql``;
+  const rows = await ex.all<{ state: string; mine: number | boolean | null; n: number }>(
+    sql`SELECT state, worker_name = ${storedText(worker)} AS mine, count(*) AS n FROM (
+          SELECT state, worker_name FROM tasks ${index} WHERE project_id = ${projectId} AND created_at >= ${since} ORDER BY created_at DESC, id DESC LIMIT ${scanLimit}
+        ) AS recent GROUP BY state, mine`,
+  );
+  const counts: Record<string, number> = {};
+  let scanned = 0;
+  for (const r of rows) {
+    scanned += Number(r.n);
+    if (r.mine === true || Number(r.mine) === 1) counts[r.state] = Number(r.n);
+  }
+  return { counts, scanned };
+}

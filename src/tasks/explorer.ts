@@ -1,0 +1,316 @@
+// The task explorer: the list with full-text search, filters and keyset paging
+// in each sort, exports of a filter, the tree of a chain/group/chord, a task's
+// raw event history and a worker's detail. Reads only.
+//
+// Search on PostgreSQL is one query: the tsvector condition within the sort
+// (its planner chooses between the GIN index and the sort's index). On SQLite
+// the FTS5 index is walked in rowid order (the order tasks were first stored)
+// batch by batch and each batch's rows are checked against the project and
+// the filter, until the page is full; a page stops after reading
+// SEARCH_SCAN_BUDGET matches (bun:sqlite blocks the event loop), answering
+// fewer rows and a cursor that continues the walk. Sorted by another column,
+// SQLite search orders the SORTED_SEARCH_CAP most recent matches.
+import { sql, type SQL } from 'drizzle-orm';
+import type { Executor } from '../db/connect.ts';
+import { conflict, notFound, validationFailed } from '../http/errors.ts';
+import { isUuid } from '../lib/ids.ts';
+import {
+  eventsPage,
+  ftsWalk,
+  keysetPage,
+  pgSearchCondition,
+  tasksAtRowids,
+  tasksWithId,
+  treeChildren,
+  treeRowsByTaskId,
+  workerStateCounts,
+  type ExplorerFilter,
+  type Keyed,
+  type TreeRow,
+} from './explorer-store.ts';
+import { decodeCursor, encodeCursor, keyCursorOf, tieOf, type Cursor, type Order, type Sort } from './paging.ts';
+import type { TaskEventPage, TaskListItem, TaskListPage, TaskTree, WorkerDetail } from './schemas.ts';
+import { fts5Query, highlightsOf, MIN_ID_PREFIX, parseSearch, tsQuery, type ParsedSearch } from './search.ts';
+import { listQueues, listWorkers, toTaskPublic, type TaskRow, type WorkerRow } from './service.ts';
+import { taskOf } from './store.ts';
+
+/** Matches one SQLite search page reads at most before answering what it found. */
+export const SEARCH_SCAN_BUDGET = 20_000;
+/** SQLite, search sorted by a column other than first-seen time: the newest matches sorted. */
+export const SORTED_SEARCH_CAP = 5_000;
+/** Tasks whose id is `q` or starts with it, leading a search's first page. */
+const ID_MATCHES = 10;
+
+/** The list's query (and the export's, without cursor and limit): the filter with the priorities
+ * comma-separated, the search, the sort and where the page starts. */
+export type TaskQuery = Omit<ExplorerFilter, 'priorities'> & {
+  priority?: string;
+  q?: string;
+  sort?: Sort;
+  order?: Order;
+  cursor?: string;
+  limit?: number;
+};
+
+const filterOf = (q: TaskQuery): ExplorerFilter => ({
+  ...(q.state ? { state: q.state } : {}),
+  ...(q.engine ? { engine: q.engine } : {}),
+  ...(q.queue ? { queue: q.queue } : {}),
+  ...(q.worker ? { worker: q.worker } : {}),
+  ...(q.name ? { name: q.name } : {}),
+  ...(q.since ? { since: q.since } : {}),
+  ...(q.until ? { until: q.until } : {}),
+  ...(q.priority ? { priorities: [...new Set(q.priority.split(','))] } : {}),
+});
+
+/** A page of rows in the list's order and where the next one starts (null: the end). */
+interface RowsPage {
+  rows: TaskRow[];
+  next: Cursor | null;
+  /** Tasks whose id is `q` or starts with it, leading the first page of a search. */
+  exact: TaskRow[];
+}
+
+/** One page of the filter: `limit` rows at most. */
+async function rowsPage(ex: Executor, projectId: string, q: TaskQuery, search: ParsedSearch | null, limit: number): Promise<RowsPage> {
+  const sort = q.sort ?? 'created_at';
+  const order = q.order ?? 'desc';
+  const filter = filterOf(q);
+  const cursor = q.cursor ? decodeCursor(q.cursor, sort, order) : null;
+  const keyAfter = (c: Cursor | null) => {
+    if (c?.kind === 'rowid') throw validationFailed([{ location: 'query', path: '/cursor', message: 'belongs to another search' }]);
+    // The tie-breaker this sort has on this database (a rowid is a number, a row id text).
+    if (c && (tieOf(sort, ex.dialect) === 'rowid') !== (typeof c.id === 'number')) throw validationFailed([{ location: 'query', path: '/cursor', message: 'is not a cursor this endpoint returned' }]);
+    return c ? { key: c.key, id: c.id } : null;
+  };
+  const keyed = (rows: Keyed[]): { rows: TaskRow[]; next: Cursor | null } => {
+    const page = rows.slice(0, limit);
+    const last = page[page.length - 1];
+    return { rows: page.map((k) => k.row), next: rows.length > limit && last ? keyCursorOf(last.row, last.tie, sort, order) : null };
+  };
+  if (!search) return { ...keyed(await keysetPage(ex, { projectId, filter, sort, order, after: keyAfter(cursor), limit: limit + 1 })), exact: [] };
+
+  // Tasks whose id is q (or starts with it) lead the first page; every page leaves them out after.
+  const exact = search.taskId !== null ? await tasksWithId(ex, projectId, filter, search.taskId, search.taskId.length >= MIN_ID_PREFIX, ID_MATCHES) : [];
+  const notExact: SQL[] = exact.length > 0 ? [sql`id NOT IN (${sql.join(exact.map((r) => sql`${r.id}`), sql`, `)})`] : [];
+  const lead = cursor ? [] : exact;
+  if (ex.dialect === 'postgres') {
+    // One query: the planner chooses between the GIN index and the sort's.
+    const extra = [pgSearchCondition(tsQuery(search)), ...notExact];
+    return { ...keyed(await keysetPage(ex, { projectId, filter, sort, order, after: keyAfter(cursor), limit: limit + 1, extra })), exact: lead };
+  }
+  const match = fts5Query(search);
+  if (sort !== 'created_at') {
+    const walk = ftsWalk(ex, match, 'desc', null);
+    let rowids: number[];
+    try {
+      rowids = walk.take(SORTED_SEARCH_CAP);
+    } finally {
+      walk.close();
+    }
+    return { ...keyed(await keysetPage(ex, { projectId, filter, sort, order, after: keyAfter(cursor), limit: limit + 1, extra: notExact, rowids })), exact: lead };
+  }
+  if (cursor?.kind === 'key') throw validationFailed([{ location: 'query', path: '/cursor', message: 'belongs to the list without q' }]);
+  // Recency order: walk the index by rowid, a growing batch at a time, each batch's rows checked
+  // against the project and the filter.
+  const walk = ftsWalk(ex, match, order, cursor?.kind === 'rowid' ? cursor.rowid : null);
+  try {
+    const found: Keyed[] = [];
+    let batch = Math.max(64, limit + 1);
+    let read = 0;
+    const rows = () => found.map((k) => k.row);
+    for (;;) {
+      const ids = walk.take(batch);
+      read += ids.length;
+      found.push(...(await tasksAtRowids(ex, projectId, filter, ids, notExact)).sort((a, b) => (order === 'desc' ? Number(b.tie) - Number(a.tie) : Number(a.tie) - Number(b.tie))));
+      if (found.length > limit) {
+        const page = found.slice(0, limit);
+        return { rows: page.map((k) => k.row), next: { kind: 'rowid', sort, order, rowid: Number(page[page.length - 1]!.tie) }, exact: lead };
+      }
+      if (ids.length < batch) return { rows: rows(), next: null, exact: lead };
+      // Out of budget: what was found, and a cursor after the last match read.
+      if (read >= SEARCH_SCAN_BUDGET) return { rows: rows(), next: { kind: 'rowid', sort, order, rowid: ids[ids.length - 1]! }, exact: lead };
+      batch = Math.min(batch * 4, 4096);
+    }
+  } finally {
+    walk.close();
+  }
+}
+
+/** One page of the project's tasks: filtered, searched (`q`, with highlights), in the chosen sort. */
+export async function listTasks(ex: Executor, projectId: string, q: TaskQuery): Promise<TaskListPage> {
+  const search = q.q !== undefined ? parseSearch(q.q) : null;
+  const page = await rowsPage(ex, projectId, q, search, q.limit ?? 50);
+  const item = (row: TaskRow): TaskListItem => {
+    const task = toTaskPublic(row);
+    return search ? { ...task, highlights: highlightsOf(task, search) } : task;
+  };
+  return { items: [...page.exact, ...page.rows].map(item), next_cursor: page.next ? encodeCursor(page.next) : null };
+}
+
+/** Every task of the filter in the list's order, a page at a time, at most `max` (exports). */
+export async function* tasksOfFilter(ex: Executor, projectId: string, q: Omit<TaskQuery, 'cursor' | 'limit'>, max: number, pageSize = 500): AsyncGenerator<TaskRow[]> {
+  const search = q.q !== undefined ? parseSearch(q.q) : null;
+  let cursor: string | undefined;
+  let left = max;
+  while (left > 0) {
+    const page = await rowsPage(ex, projectId, { ...q, ...(cursor ? { cursor } : {}) }, search, Math.min(pageSize, left));
+    const rows = [...page.exact, ...page.rows].slice(0, left);
+    if (rows.length > 0) yield rows;
+    left -= rows.length;
+    if (!page.next) return;
+    cursor = encodeCursor(page.next);
+  }
+}
+
+/** Checks a query the way listTasks would before a stream starts (an export answers 422 up front, not mid-stream). */
+export function checkTaskQuery(q: TaskQuery): void {
+  if (q.q !== undefined) parseSearch(q.q);
+  if (q.cursor) decodeCursor(q.cursor, q.sort ?? 'created_at', q.order ?? 'desc');
+}
+
+// --- the tree -------------------------------------------------------------------
+
+export interface TreeLimits {
+  depth: number;
+  width: number;
+  nodes: number;
+}
+
+/** The tree a task belongs to: from its root (root_task_id, else the top of its parent links)
+ * down its parent links, breadth first, within the limits; `truncated` when anything was left out. */
+export async function taskTree(ex: Executor, projectId: string, engine: string, taskId: string, limits: TreeLimits): Promise<TaskTree> {
+  const task = await taskOf(ex, projectId, engine, taskId);
+  if (!task) throw notFound('task');
+  let truncated = false;
+  // The root: the task's root id when reported, else its parents up to the top (each step bounded).
+  let rootId = task.root_task_id ?? task.task_id;
+  if (task.root_task_id === null && task.parent_task_id !== null) {
+    let at: TreeRow | TaskRow = task;
+    const seen = new Set([task.task_id]);
+    for (let up = 0; at.parent_task_id !== null; up++) {
+      if (up >= limits.depth || seen.has(at.parent_task_id)) {
+        truncated = true;
+        break;
+      }
+      seen.add(at.parent_task_id);
+      rootId = at.parent_task_id;
+      const parent: TreeRow | undefined = (await treeRowsByTaskId(ex, projectId, engine, [at.parent_task_id]))[0];
+      if (!parent) break;
+      at = parent;
+    }
+  }
+  const [rootRow] = await treeRowsByTaskId(ex, projectId, engine, [rootId]);
+  const nodes: (TreeRow & { depth: number })[] = [];
+  const inTree = new Set<string>([rootId]);
+  if (rootRow) nodes.push({ ...rootRow, depth: 0 });
+  let level = [rootId];
+  for (let depth = 1; level.length > 0; depth++) {
+    const room = limits.nodes - nodes.length;
+    // One more than fits: to know whether any was left out.
+    const children = (await treeChildren(ex, projectId, engine, level, Math.min(room, level.length * limits.width) + 1)).filter((c) => !inTree.has(c.task_id));
+    if (children.length === 0) break;
+    if (depth > limits.depth || room <= 0) {
+      truncated = true;
+      break;
+    }
+    const perParent = new Map<string, number>();
+    const next: string[] = [];
+    for (const child of children) {
+      const n = perParent.get(child.parent_task_id!) ?? 0;
+      if (n >= limits.width || nodes.length >= limits.nodes) {
+        truncated = true;
+        continue;
+      }
+      perParent.set(child.parent_task_id!, n + 1);
+      inTree.add(child.task_id);
+      nodes.push({ ...child, depth });
+      next.push(child.task_id);
+    }
+    if (children.length > Math.min(room, level.length * limits.width)) truncated = true;
+    level = next;
+  }
+  return {
+    engine,
+    root_task_id: rootId,
+    node_count: nodes.length,
+    truncated,
+    limits: { max_depth: limits.depth, max_width: limits.width, max_nodes: limits.nodes },
+    nodes: nodes.map((n) => ({
+      task_id: n.task_id,
+      name: n.name,
+      state: n.state,
+      parent_task_id: n.parent_task_id,
+      root_task_id: n.root_task_id,
+      depth: n.depth,
+      worker_name: n.worker_name,
+      received_at: n.received_at,
+      started_at: n.started_at,
+      finished_at: n.finished_at,
+      runtime_ms: n.runtime_ms === null ? null : Number(n.runtime_ms),
+    })),
+  };
+}
+
+// --- a task's events ------------------------------------------------------------
+
+const EVENT_CURSOR = /^(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}\+00:00)\|([0-9a-f-]{36})\|([ad])$/;
+
+/** A task's raw events, oldest (asc) or newest (desc) first, keyset-paged. */
+export async function taskEventHistory(ex: Executor, projectId: string, engine: string, taskId: string, q: { order?: Order; cursor?: string; limit?: number }): Promise<TaskEventPage> {
+  const order = q.order ?? 'asc';
+  const limit = q.limit ?? 100;
+  let after: { occurred_at: string; id: string } | null = null;
+  if (q.cursor) {
+    const m = EVENT_CURSOR.exec(Buffer.from(q.cursor, 'base64url').toString('utf8'));
+    if (!m || !/^[A-Za-z0-9_-]+$/.test(q.cursor)) throw validationFailed([{ location: 'query', path: '/cursor', message: 'is not a cursor this endpoint returned' }]);
+    if (m[3] !== order[0]) throw validationFailed([{ location: 'query', path: '/cursor', message: 'belongs to the other order' }]);
+    after = { occurred_at: m[1]!, id: m[2]! };
+  }
+  const task = await taskOf(ex, projectId, engine, taskId);
+  if (!task) throw notFound('task');
+  const rows = await eventsPage(ex, task.id, order, after, limit + 1);
+  const page = rows.slice(0, limit);
+  const last = page[page.length - 1];
+  return {
+    items: page,
+    next_cursor: rows.length > limit && last ? Buffer.from(`${last.occurred_at}|${last.id}|${order[0]}`, 'utf8').toString('base64url') : null,
+  };
+}
+
+// --- a worker's detail ----------------------------------------------------------
+
+/** The newest tasks of the project a worker's counts read at most. */
+export const WORKER_COUNT_SCAN = 20_000;
+
+/** A worker by row id, or by name (with `engine` when several engines have a worker of that name). */
+async function findWorker(ex: Executor, projectId: string, ref: string, engine: string | undefined): Promise<WorkerRow> {
+  const workers = await listWorkers(ex, projectId);
+  const byId = isUuid(ref) ? workers.find((w) => w.id === ref.toLowerCase()) : undefined;
+  if (byId) return byId;
+  const named = workers.filter((w) => w.name === ref && (!engine || w.engine === engine));
+  if (named.length === 0) throw notFound('worker');
+  if (named.length > 1) throw conflict(`workers of ${named.length} engines are named ${ref}: say which with engine`, { engines: named.map((w) => w.engine) }, 'ambiguous_worker');
+  return named[0]!;
+}
+
+/** A worker with its engine's inspect data (metadata), the queues it consumes with their depth
+ * where reported, and counts by state of the tasks it ran among those svc first heard of in the window. */
+export async function workerDetail(ex: Executor, projectId: string, ref: string, q: { engine?: string; window_seconds?: number }, now = Date.now()): Promise<WorkerDetail> {
+  const worker = await findWorker(ex, projectId, ref, q.engine);
+  const windowSeconds = q.window_seconds ?? 3600;
+  const since = new Date(now - windowSeconds * 1000).toISOString().replace('Z', '000+00:00');
+  const { counts, scanned } = await workerStateCounts(ex, projectId, worker.name, since, WORKER_COUNT_SCAN);
+  const queues = (await listQueues(ex, projectId)).filter((x) => x.engine === worker.engine && worker.queues.includes(x.name));
+  return {
+    ...worker,
+    queue_details: queues.map((x) => ({ ...x, pending_count: x.pending_count === null ? null : Number(x.pending_count) })),
+    task_counts: {
+      window_seconds: windowSeconds,
+      since,
+      by_state: counts,
+      total: Object.values(counts).reduce((a, b) => a + b, 0),
+      complete: scanned < WORKER_COUNT_SCAN,
+    },
+  };
+}

@@ -1,0 +1,452 @@
+// The task explorer on both databases (SVC_TEST_DIALECT): full-text search
+// with highlights, priority and engine filters, keyset paging in every sort
+// (stable while tasks arrive), CSV and NDJSON exports (quoting, the formula
+// guard), the task tree with its limits, a task's raw events, a worker's
+// detail, 422s for bad input, and migration 0010 on a database that already
+// holds tasks. Events go in through the function the agent transports call.
+import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
+import { sql } from 'drizzle-orm';
+import { mintAgent } from '../../src/agents/service.ts';
+import { upgrade } from '../../src/db/migrate.ts';
+import { readEvents, storeEventBatches } from '../../src/ingest/service.ts';
+import { nowIso, nowMicros } from '../../src/lib/clock.ts';
+import { listTasks } from '../../src/tasks/explorer.ts';
+import { forgetSortChoices } from '../../src/tasks/explorer-store.ts';
+import { projectAdapterHealth } from '../../src/tasks/service.ts';
+import { toPlainObject } from '../../src/transport/json-convert.ts';
+import { parseJson, type JsonObject } from '../../src/transport/json.ts';
+import { insertProject, TEST_ACTOR } from '../helpers/agents.ts';
+import { testDialect, testService, type TestService } from '../helpers/app.ts';
+import { Browser, FAST_IDENTITY_ENV, mfaAdmin, userBrowser } from '../helpers/identity.ts';
+
+let svc: TestService;
+let viewer: Browser;
+let projectId: string;
+let agentId: string;
+let other: { id: string; slug: string };
+let otherAgent: string;
+
+const P = '/api/v1/projects/default';
+const iso = (offsetMs: number) => new Date(Date.now() + offsetMs).toISOString().replace('Z', '000+00:00');
+let clock = -600_000;
+/** An event a little later than the previous one (occurred_at orders a task's events). */
+const ev = (kind: string, taskId: string, data: Record<string, unknown> = {}, engine = 'celery') => ({
+  id: crypto.randomUUID(),
+  kind,
+  engine,
+  task_id: taskId,
+  occurred_at: iso((clock += 10)),
+  data: { task_name: 'app.tasks.work', queue: 'default', worker: 'w1@host', ...data },
+});
+
+/** Stores one batch of events the way the transports do (one event_batch frame). */
+async function ingest(events: unknown[], project = projectId, agent = agentId): Promise<void> {
+  const payload = toPlainObject(parseJson(JSON.stringify({ events })) as JsonObject);
+  const frameId = `ev_${crypto.randomUUID().slice(0, 12)}`;
+  const { records } = readEvents(payload, { projectId: project, agentId: agent, frameId, nowMicros: nowMicros() });
+  await svc.ctx.db.tx((tx) => storeEventBatches(tx, { projectId: project, agentId: agent }, [{ frameId, records }], nowIso()));
+}
+
+const get = async (path: string) => {
+  const res = await viewer.call('GET', `${P}${path}`);
+  if (res.status !== 200) throw new Error(`${path}: ${res.status} ${res.text}`);
+  return res.body;
+};
+const ids = (page: any) => page.items.map((t: any) => t.task_id);
+const q = (s: string) => encodeURIComponent(s);
+
+const UUID_TASK = '3f2a1b9c-5d4e-4f00-8abc-0123456789ab';
+
+beforeAll(async () => {
+  svc = await testService({ env: FAST_IDENTITY_ENV });
+  const admin = await mfaAdmin(svc);
+  viewer = await userBrowser(admin, 'viewer@example.com');
+  await admin.call('POST', `${P}/memberships`, { body: { user_id: (viewer as Browser & { id: string }).id, role: 'viewer' } });
+  projectId = (await svc.ctx.db.all<{ id: string }>(sql`SELECT id FROM projects WHERE slug = 'default'`))[0]!.id;
+  agentId = (await mintAgent(svc.ctx, projectId, 'explorer-agent', TEST_ACTOR)).agent.id;
+  other = await insertProject(svc.ctx.db, 'elsewhere-explorer');
+  otherAgent = (await mintAgent(svc.ctx, other.id, 'other-agent', TEST_ACTOR)).agent.id;
+
+  await ingest([
+    ev('task.received', 'invoice-1001', { task_name: 'billing.charge_card', queue: 'billing', priority: 'high', args: ['order-1234', { sku: 'ABC-9' }], kwargs: { user: 'alice@example.com' } }),
+    ev('task.started', 'invoice-1001', { task_name: 'billing.charge_card', queue: 'billing' }),
+  ]);
+  await ingest([ev('task.succeeded', 'invoice-1001', { task_name: 'billing.charge_card', queue: 'billing', result: { total: 42, currency: 'EUR' }, runtime_ms: 120 })]);
+  await ingest([
+    ev('task.received', 'invoice-1002', { task_name: 'billing.charge_card', queue: 'billing', priority: 'critical', args: ['order-5678'] }),
+    ev('task.failed', 'invoice-1002', { task_name: 'billing.charge_card', queue: 'billing', exception: 'ConnectionError: timed out talking to db-7', traceback: 'Traceback...', runtime_ms: 3000 }),
+  ]);
+  await ingest([
+    ev('task.received', UUID_TASK, { task_name: 'mail.send_email', args: ['=HYPERLINK("http://x.invalid")', 'say "hi", ok'], kwargs: { note: 'line1\nline2' } }),
+    ev('task.succeeded', UUID_TASK, { task_name: 'mail.send_email', result: 'sent', runtime_ms: 15 }),
+  ]);
+  await ingest([ev('task.failed', 'formula-1', { task_name: '=SUM(A1:A9)', exception: '-2+3 went wrong' })]);
+  await ingest([ev('task.succeeded', 'rq-job-1', { task_name: 'reports.build', priority: 'low', runtime_ms: 7 }, 'rq')]);
+  // The same words in another project: never found from this one.
+  await ingest([ev('task.received', 'invoice-9999', { task_name: 'billing.charge_card', args: ['order-1234'] })], other.id, otherAgent);
+});
+afterAll(() => svc.close());
+
+describe(`task search on ${testDialect()}`, () => {
+  test('words found whole or by prefix in args, kwargs, result, exception, name and id; this project only; matches highlighted as text with offsets', async () => {
+    const order = await get(`/tasks?q=${q('order-1234')}`);
+    expect(ids(order)).toEqual(['invoice-1001']);
+    const h = order.items[0].highlights.find((x: any) => x.field === 'args');
+    expect(h.ranges.map(([s, e]: number[]) => h.text.slice(s, e))).toEqual(['order-1234']);
+
+    expect(ids(await get(`/tasks?q=alice`))).toEqual(['invoice-1001']);
+    expect(ids(await get(`/tasks?q=EUR`))).toEqual(['invoice-1001']);
+    expect(ids(await get(`/tasks?q=${q('timed out')}`))).toEqual(['invoice-1002']);
+    expect(ids(await get(`/tasks?q=${q('"timed out"')}`))).toEqual(['invoice-1002']);
+    expect(ids(await get(`/tasks?q=${q('"out timed"')}`))).toEqual([]);
+    expect(ids(await get(`/tasks?q=ConnectionErr`))).toEqual([]);
+    expect(ids(await get(`/tasks?q=connectionerror`))).toEqual(['invoice-1002']);
+    expect(ids(await get(`/tasks?q=${q('ConnectionErr*')}`))).toEqual(['invoice-1002']);
+    expect(ids(await get(`/tasks?q=${q('"out talk"*')}`))).toEqual(['invoice-1002']);
+    const exc = (await get(`/tasks?q=${q('ConnectionErr*')}`)).items[0].highlights;
+    expect(exc).toEqual([{ field: 'exception', text: 'ConnectionError: timed out talking to db-7', ranges: [[0, 15]] }]);
+    expect(ids(await get(`/tasks?q=charge_card`)).sort()).toEqual(['invoice-1001', 'invoice-1002']);
+    expect(ids(await get(`/tasks?q=${q('charge_card order-5678')}`))).toEqual(['invoice-1002']);
+    // Ids: exactly (leading the page), by prefix, and by a piece of a UUID.
+    const exact = await get(`/tasks?q=${UUID_TASK}`);
+    expect(ids(exact)[0]).toBe(UUID_TASK);
+    expect(exact.items[0].highlights).toContainEqual({ field: 'task_id', text: UUID_TASK, ranges: [[0, UUID_TASK.length]] });
+    expect(ids(await get(`/tasks?q=3f2a1b`))).toEqual([UUID_TASK]);
+    expect(ids(await get(`/tasks?q=${q('3f2a1b*')}`))).toEqual([UUID_TASK]);
+    // Ids are matched as a whole or by their start, never by a piece in the middle.
+    expect(ids(await get(`/tasks?q=${q('0123456789ab')}`))).toEqual([]);
+    expect(ids(await get(`/tasks?q=${q('3f2a')}`))).toEqual([UUID_TASK]);
+    expect(ids(await get(`/tasks?q=${q('3f2')}`))).toEqual([]);
+    expect(ids(await get(`/tasks?q=invoice-100`)).sort()).toEqual(['invoice-1001', 'invoice-1002']);
+    expect(ids(await get(`/tasks?q=invoice-1001`))).toEqual(['invoice-1001']);
+    // Filters and search together; nothing of the other project.
+    expect(ids(await get(`/tasks?q=charge_card&state=failure`))).toEqual(['invoice-1002']);
+    expect(ids(await get(`/tasks?q=invoice`)).sort()).toEqual(['invoice-1001', 'invoice-1002']);
+    // Operator characters of FTS5 and tsquery are punctuation like any other.
+    expect(ids(await get(`/tasks?q=${q('ConnectionError(*timed:^ & | !out)')}`))).toEqual(['invoice-1002']);
+    expect(ids(await get(`/tasks?q=${q("NEAR(order 1234) OR AND NOT '")}`))).toEqual([]);
+  });
+
+  test('malformed q, bad cursors, unknown sorts and priorities answer the 422 envelope', async () => {
+    for (const bad of ['"*(:^', '***', '  ', '"unbalanced', '()', 'ab*', '"x y"*', 'x'.repeat(201), Array.from({ length: 17 }, (_, i) => `w${i}`).join(' ')]) {
+      const res = await viewer.call('GET', `${P}/tasks?q=${q(bad)}`);
+      expect(res.status).toBe(422);
+      expect(res.body.error).toBe('validation_failed');
+    }
+    const page = await get('/tasks?limit=1&sort=runtime_ms');
+    for (const path of [
+      '/tasks?cursor=garbage!',
+      `/tasks?cursor=${Buffer.from('{"v":1}').toString('base64url')}`,
+      `/tasks?cursor=${Buffer.from('not json').toString('base64url')}`,
+      `/tasks?cursor=${page.next_cursor}`, // another sort's
+      `/tasks?sort=runtime_ms&order=asc&cursor=${page.next_cursor}`,
+      `/tasks?sort=runtime_ms&cursor=${Buffer.from('{"v":1,"s":"runtime_ms","o":"d","k":["x"],"i":"a"}').toString('base64url')}`,
+      '/tasks?sort=bogus',
+      '/tasks?order=sideways',
+      '/tasks?priority=urgent',
+      '/tasks?priority=high,',
+      '/tasks/export.csv?q=%22',
+      '/tasks/export.ndjson?fields=id,password_hash',
+      '/tasks/celery/invoice-1001/events?cursor=nope',
+      '/tasks/celery/invoice-1001/tree?max_depth=0',
+      '/workers/w1@host?window_seconds=5',
+    ]) {
+      const res = await viewer.call('GET', `${P}${path}`);
+      expect([path, res.status, res.body.error]).toEqual([path, 422, 'validation_failed']);
+    }
+  });
+});
+
+describe(`unusual q on ${testDialect()}`, () => {
+  test('digits and letters of other scripts, lone surrogates, NUL, quotes and backslashes: an answer or a 422, never a failure', async () => {
+    const texts = ['½', 'a ½', '²', '٣', '𝟘', 'ǅx', 'x\u0000y', 'İstanbul', 'ß*', 'straße*', '"a\u0301b"', 'ä'.repeat(100), "it's", 'a\\b', "'", 'a:*', '1e5', '-1', '0x1f'];
+    // Bytes that are no UTF-8 (a lone surrogate's, a stray continuation byte), as a client may send them.
+    for (const encoded of [...texts.map(q), '%ED%A0%80abc', 'abc%FF', '%C0%AF']) {
+      const res = await viewer.call('GET', `${P}/tasks?q=${encoded}`);
+      expect([encoded, [200, 422].includes(res.status)]).toEqual([encoded, true]);
+    }
+  });
+});
+
+describe(`task list filters, sorts and paging on ${testDialect()}`, () => {
+  test('priority (one or several) and engine filters', async () => {
+    expect(ids(await get('/tasks?priority=critical'))).toEqual(['invoice-1002']);
+    expect(ids(await get('/tasks?priority=critical,high')).sort()).toEqual(['invoice-1001', 'invoice-1002']);
+    expect(ids(await get('/tasks?engine=rq'))).toEqual(['rq-job-1']);
+    expect(ids(await get('/tasks?engine=rq&priority=low'))).toEqual(['rq-job-1']);
+  });
+
+  test('every sort, both orders: the rows in that order, those without the value last, paged without gaps or repeats', async () => {
+    // A set of its own: runtimes with ties and gaps, some never finished; in this project (among
+    // enough others that SQLite walks the sort's index) and in the other (few: it sorts its rows).
+    const runtimes = [50, 10, null, 30, 10, null, 70, 20, 30, null, 90, 40];
+    for (let i = 0; i < 80; i++) await ingest([ev('task.succeeded', `filler-${i}`, { task_name: 'filler.job', runtime_ms: i % 7 })]);
+    for (const [project, agent] of [[projectId, agentId], [other.id, otherAgent]] as const) {
+      for (const [i, runtime] of runtimes.entries()) {
+        const id = `sort-${String(i).padStart(2, '0')}`;
+        const name = `sortset.task_${String.fromCharCode(97 + ((i * 7) % 12))}`;
+        await ingest(runtime === null ? [ev('task.received', id, { task_name: name })] : [ev('task.received', id, { task_name: name }), ev('task.succeeded', id, { task_name: name, runtime_ms: runtime })], project, agent);
+      }
+    }
+    // Both ways of reading a sort are chosen afresh for the projects as they are now (PostgreSQL
+    // judges by the planner's row count, which ANALYZE sets).
+    if (testDialect() === 'postgres') await svc.ctx.db.run(sql`ANALYZE tasks`);
+    forgetSortChoices();
+    const all = (await get('/tasks?name=sortset&limit=500')).items;
+    expect(all).toHaveLength(runtimes.length);
+    const elsewhere = (await listTasks(svc.ctx.db, other.id, { name: 'sortset', limit: 500 })).items;
+    for (const sort of ['created_at', 'received_at', 'started_at', 'finished_at', 'runtime_ms', 'name', 'state'] as const) {
+      for (const order of ['asc', 'desc'] as const) {
+        const key = (t: any): (string | number | null)[] => (sort === 'state' ? [t.state, t.created_at] : [t[sort]]);
+        const cmp = (a: any, b: any) => {
+          const [ka, kb] = [key(a), key(b)];
+          for (let i = 0; i < ka.length; i++) {
+            if (ka[i] === kb[i]) continue;
+            if (ka[i] === null) return 1; // empty last, either order
+            if (kb[i] === null) return -1;
+            const c = ka[i]! < kb[i]! ? -1 : 1;
+            return order === 'asc' ? c : -c;
+          }
+          return (a.id < b.id ? -1 : 1) * (order === 'asc' ? 1 : -1);
+        };
+        // Byte order on both databases for these ASCII values.
+        const expected = [...all].sort(cmp).map((t) => t.task_id);
+        const got: string[] = [];
+        let cursor: string | null = null;
+        do {
+          const page: any = await get(`/tasks?name=sortset&sort=${sort}&order=${order}&limit=5${cursor ? `&cursor=${cursor}` : ''}`);
+          got.push(...ids(page));
+          cursor = page.next_cursor;
+        } while (cursor);
+        expect([sort, order, got]).toEqual([sort, order, expected]);
+        const theirs: string[] = [];
+        cursor = null;
+        do {
+          const page = await listTasks(svc.ctx.db, other.id, { name: 'sortset', sort, order, limit: 5, ...(cursor ? { cursor } : {}) });
+          theirs.push(...ids(page));
+          cursor = page.next_cursor;
+        } while (cursor);
+        expect([sort, order, theirs]).toEqual([sort, order, [...elsewhere].sort(cmp).map((t) => t.task_id)]);
+      }
+    }
+  });
+
+  test('paging is stable while tasks arrive: no row twice, none skipped, in any sort', async () => {
+    for (let i = 0; i < 30; i++) await ingest([ev('task.succeeded', `stable-${i}`, { task_name: 'stable.job', runtime_ms: (i * 37) % 11 })]);
+    for (const sort of ['created_at', 'runtime_ms', 'finished_at'] as const) {
+      const seen: string[] = [];
+      let cursor: string | null = null;
+      let n = 0;
+      do {
+        const page: any = await get(`/tasks?name=stable.job&sort=${sort}&limit=7${cursor ? `&cursor=${cursor}` : ''}`);
+        seen.push(...ids(page));
+        cursor = page.next_cursor;
+        // New tasks arrive between pages, some sorting before the cursor, some after.
+        await ingest([ev('task.succeeded', `stable-${sort}-late-${n++}`, { task_name: 'stable.job', runtime_ms: n % 12 })]);
+      } while (cursor);
+      const originals = seen.filter((id) => !id.includes('late'));
+      expect(new Set(seen).size).toBe(seen.length);
+      expect(originals.sort()).toEqual(Array.from({ length: 30 }, (_, i) => `stable-${i}`).sort());
+    }
+  });
+
+  test('search pages follow next_cursor to the end, each match once', async () => {
+    for (let i = 0; i < 25; i++) await ingest([ev('task.received', `needle-${i}`, { task_name: 'haystack.job', args: [`needle straw ${i}`] })]);
+    // q is the start of their ids too: the first page leads with ten of them by id, the rest follow.
+    expect(ids(await get('/tasks?q=needle&limit=12')).slice(0, 10)).toEqual(['needle-0', 'needle-1', 'needle-10', 'needle-11', 'needle-12', 'needle-13', 'needle-14', 'needle-15', 'needle-16', 'needle-17']);
+    for (const sort of ['created_at', 'runtime_ms'] as const) {
+      const seen: string[] = [];
+      let cursor: string | null = null;
+      do {
+        const page: any = await get(`/tasks?q=needle&sort=${sort}&limit=4${cursor ? `&cursor=${cursor}` : ''}`);
+        expect(page.items.every((t: any) => t.highlights.length > 0)).toBe(true);
+        seen.push(...ids(page));
+        cursor = page.next_cursor;
+      } while (cursor);
+      expect(seen.sort()).toEqual(Array.from({ length: 25 }, (_, i) => `needle-${i}`).sort());
+    }
+  });
+});
+
+describe(`exports on ${testDialect()}`, () => {
+  /** An export as the viewer's browser fetches it (the text as sent: NDJSON is no JSON document). */
+  const fetchExport = async (path: string) => {
+    const cookie = [...viewer.cookies].map(([k, v]) => `${k}=${v}`).join('; ');
+    const res = await svc.app.handle(new Request(`http://localhost${P}${path}`, { headers: { host: 'localhost', cookie } }));
+    const text = await res.text();
+    expect([res.status, res.status === 200 ? '' : text]).toEqual([200, '']);
+    return { headers: res.headers, text };
+  };
+
+  test('CSV: a header, every text cell quoted with quotes doubled, line breaks kept inside quotes, formulas defused', async () => {
+    const res = await fetchExport(`/tasks/export.csv?engine=celery&fields=task_id,name,args,kwargs,runtime_ms,exception&sort=created_at&order=asc&name=${q('send_email')}`);
+    expect(res.headers.get('content-type')).toBe('text/csv; charset=utf-8');
+    expect(res.headers.get('content-disposition')).toMatch(/^attachment; filename="tasks-default-.*\.csv"$/);
+    expect(res.text).toBe(
+      `"task_id","name","args","kwargs","runtime_ms","exception"\r\n` +
+        `"${UUID_TASK}","mail.send_email","[""=HYPERLINK(\\""http://x.invalid\\"")"",""say \\""hi\\"", ok""]","{""note"":""line1\\nline2""}",15,\r\n`,
+    );
+    const formula = await fetchExport(`/tasks/export.csv?fields=task_id,name,exception,priority&q=${q('went wrong')}`);
+    expect(formula.text).toBe(`"task_id","name","exception","priority"\r\n"formula-1","'=SUM(A1:A9)","'-2+3 went wrong",\r\n`);
+  });
+
+  test('NDJSON: one task per line in the list order, the filter and search applied, limit and fields honoured', async () => {
+    const res = await fetchExport('/tasks/export.ndjson?q=straw&order=asc');
+    expect(res.headers.get('content-type')).toBe('application/x-ndjson; charset=utf-8');
+    const lines = res.text.trimEnd().split('\n').map((l) => JSON.parse(l));
+    expect(lines.map((t) => t.task_id)).toEqual(Array.from({ length: 25 }, (_, i) => `needle-${i}`));
+    expect(lines[0]).toMatchObject({ name: 'haystack.job', args: ['needle straw 0'], state: 'received' });
+    const two = (await fetchExport('/tasks/export.ndjson?name=stable.job&limit=2&fields=task_id,state')).text.trimEnd().split('\n');
+    expect(two.map((l) => Object.keys(JSON.parse(l)))).toEqual([['task_id', 'state'], ['task_id', 'state']]);
+    // A filter of several pages (the export reads 500 rows a page) comes out whole.
+    const many = (await fetchExport('/tasks/export.ndjson?fields=task_id')).text.trimEnd().split('\n');
+    const listed: string[] = [];
+    let cursor: string | null = null;
+    do {
+      const page: any = await get(`/tasks?limit=500${cursor ? `&cursor=${cursor}` : ''}`);
+      listed.push(...ids(page));
+      cursor = page.next_cursor;
+    } while (cursor);
+    expect(many.map((l) => JSON.parse(l).task_id)).toEqual(listed);
+  });
+});
+
+describe(`the task tree on ${testDialect()}`, () => {
+  beforeAll(async () => {
+    // root -> a -> b -> c -> d (a chain) and root -> g1..g4 (a group); root ids reported on some only.
+    const chain = ['root', 'a', 'b', 'c', 'd'];
+    for (const [i, id] of chain.entries()) {
+      await ingest([ev('task.succeeded', `tree-${id}`, { task_name: 'canvas.step', ...(i > 0 ? { parent_task_id: `tree-${chain[i - 1]}`, root_task_id: i % 2 ? 'tree-root' : null } : {}) })]);
+    }
+    for (let g = 1; g <= 4; g++) await ingest([ev('task.succeeded', `tree-g${g}`, { task_name: 'canvas.member', parent_task_id: 'tree-root' })]);
+  });
+
+  test('from any member: the whole tree from its root, breadth first', async () => {
+    for (const from of ['tree-root', 'tree-c', 'tree-g3', 'tree-d']) {
+      const tree = await get(`/tasks/celery/${from}/tree`);
+      expect(tree).toMatchObject({ engine: 'celery', root_task_id: 'tree-root', node_count: 9, truncated: false });
+      expect(tree.nodes.map((n: any) => [n.task_id, n.depth])).toEqual([
+        ['tree-root', 0],
+        ['tree-a', 1],
+        ['tree-g1', 1],
+        ['tree-g2', 1],
+        ['tree-g3', 1],
+        ['tree-g4', 1],
+        ['tree-b', 2],
+        ['tree-c', 3],
+        ['tree-d', 4],
+      ]);
+      expect(tree.nodes[6]).toMatchObject({ name: 'canvas.step', state: 'success', parent_task_id: 'tree-a' });
+    }
+  });
+
+  test('limits of depth, width and size cut the tree and say so', async () => {
+    const shallow = await get('/tasks/celery/tree-root/tree?max_depth=2');
+    expect(shallow.truncated).toBe(true);
+    expect(shallow.nodes.map((n: any) => n.task_id)).toEqual(['tree-root', 'tree-a', 'tree-g1', 'tree-g2', 'tree-g3', 'tree-g4', 'tree-b']);
+    const narrow = await get('/tasks/celery/tree-root/tree?max_width=2');
+    expect(narrow).toMatchObject({ truncated: true, node_count: 6, limits: { max_depth: 20, max_width: 2, max_nodes: 1000 } });
+    expect(narrow.nodes.map((n: any) => n.task_id)).toEqual(['tree-root', 'tree-a', 'tree-g1', 'tree-b', 'tree-c', 'tree-d']);
+    const small = await get('/tasks/celery/tree-root/tree?max_nodes=3');
+    expect(small).toMatchObject({ truncated: true, node_count: 3 });
+    const exact = await get('/tasks/celery/tree-root/tree?max_depth=4&max_width=5&max_nodes=9');
+    expect(exact).toMatchObject({ truncated: false, node_count: 9 });
+    // A standalone task is a tree of one; an unknown one is 404.
+    expect(await get('/tasks/rq/rq-job-1/tree')).toMatchObject({ root_task_id: 'rq-job-1', node_count: 1, truncated: false });
+    expect((await viewer.call('GET', `${P}/tasks/celery/no-such-task/tree`)).status).toBe(404);
+  });
+});
+
+describe(`a task's raw events on ${testDialect()}`, () => {
+  test('oldest or newest first, keyset-paged, payloads as reported', async () => {
+    const asc = await get('/tasks/celery/invoice-1001/events');
+    expect(asc.items.map((e: any) => e.kind)).toEqual(['task.received', 'task.started', 'task.succeeded']);
+    expect(asc.items[0].payload).toMatchObject({ args: ['order-1234', { sku: 'ABC-9' }] });
+    expect(asc.next_cursor).toBeNull();
+    const kinds: string[] = [];
+    let cursor: string | null = null;
+    do {
+      const page: any = await get(`/tasks/celery/invoice-1001/events?order=desc&limit=1${cursor ? `&cursor=${cursor}` : ''}`);
+      kinds.push(...page.items.map((e: any) => e.kind));
+      cursor = page.next_cursor;
+    } while (cursor);
+    expect(kinds).toEqual(['task.succeeded', 'task.started', 'task.received']);
+    const first = await get('/tasks/celery/invoice-1001/events?limit=1');
+    expect((await viewer.call('GET', `${P}/tasks/celery/invoice-1001/events?order=desc&cursor=${first.next_cursor}`)).status).toBe(422);
+    expect((await viewer.call('GET', `${P}/tasks/celery/nope/events`)).status).toBe(404);
+  });
+});
+
+describe(`worker detail on ${testDialect()}`, () => {
+  test('by name or id: inspect data, its queues with depth, its tasks by state over the window', async () => {
+    // A heartbeat's adapter_health, as the transports project it.
+    const health = {
+      'celery.worker_details': JSON.stringify({ 'w1@host': { stats: { pid: 4242, pool: { 'max-concurrency': 8 } }, active_queues: [{ name: 'billing' }, { name: 'default' }], active: [{}, {}], registered: ['a', 'b'] } }),
+      'celery.queue_depths': JSON.stringify({ billing: 17, default: 3, unrelated: 9 }),
+    };
+    await svc.ctx.db.tx((tx) => projectAdapterHealth(tx, projectId, health, nowIso()));
+    const byName = await get(`/workers/${q('w1@host')}`);
+    expect(byName).toMatchObject({ name: 'w1@host', engine: 'celery', pid: 4242, concurrency: 8, active_tasks: 2, queues: ['billing', 'default'], metadata: { stats: { pid: 4242 } } });
+    expect(byName.queue_details.map((x: any) => [x.name, x.pending_count])).toEqual([['billing', 17], ['default', 3]]);
+    expect(byName.task_counts).toMatchObject({ window_seconds: 3600, complete: true });
+    const counts = byName.task_counts.by_state;
+    expect(counts.failure).toBe(2); // invoice-1002, formula-1
+    expect(counts.success).toBeGreaterThan(5);
+    expect(byName.task_counts.total).toBe(Object.values(counts).reduce((a: number, b: any) => a + b, 0));
+    const byId = await get(`/workers/${byName.id}?window_seconds=604800`);
+    expect(byId.name).toBe('w1@host');
+    expect((await viewer.call('GET', `${P}/workers/nobody`)).status).toBe(404);
+    // Two engines with a worker of the same name: which one must be said.
+    await ingest([{ ...ev('worker.online', '', { hostname: 'w1@host' }), engine: 'rq', task_id: '' }]);
+    const ambiguous = await viewer.call('GET', `${P}/workers/${q('w1@host')}`);
+    expect([ambiguous.status, ambiguous.body.error]).toEqual([409, 'ambiguous_worker']);
+    expect((await get(`/workers/${q('w1@host')}?engine=rq`)).engine).toBe('rq');
+  });
+});
+
+describe(`migration 0010 on ${testDialect()}`, () => {
+  test('indexes the tasks stored before it; the triggers keep the index in step after', async () => {
+    const old = await testService({ migrate: false });
+    try {
+      const db = old.ctx.db;
+      await upgrade(db, '0009');
+      const p = await insertProject(db, 'before-0010');
+      const at = '2026-11-01T00:00:00.000000+00:00';
+      await db.tx(async (tx) => {
+        for (let i = 0; i < 300; i++) {
+          const args = JSON.stringify([`customer-${i}`, { region: i % 2 ? 'north' : 'south' }]);
+          await tx.run(sql`INSERT INTO tasks (id, project_id, engine, task_id, name, state, state_tier, state_at, args, exception, tags, created_at, updated_at)
+            VALUES (${`row-${String(i).padStart(4, '0')}`}, ${p.id}, 'celery', ${`old-${i}`}, 'legacy.job', 'failure', 1, ${at}, ${args}, ${i === 7 ? 'KeyError: flux capacitor' : null}, '[]', ${at}, ${at})`);
+        }
+      });
+      expect(await upgrade(db, '0010')).toEqual(['0010']);
+      const search = (text: string) => listTasks(db, p.id, { q: text, limit: 500 }).then((page) => page.items.map((t) => t.task_id));
+      expect(await search('customer-42')).toEqual(['old-42']);
+      expect(await search('flux')).toEqual(['old-7']);
+      expect((await search('north')).length).toBe(150);
+      // After (with the later migrations ingest needs): what ingest writes to an old task, and deletes, reach the index.
+      await upgrade(db);
+      const agent = (await mintAgent(old.ctx, p.id, 'late', TEST_ACTOR)).agent.id;
+      const late = async (events: unknown[]) => {
+        const payload = toPlainObject(parseJson(JSON.stringify({ events })) as JsonObject);
+        const { records } = readEvents(payload, { projectId: p.id, agentId: agent, frameId: 'ev_late', nowMicros: nowMicros() });
+        await db.tx((tx) => storeEventBatches(tx, { projectId: p.id, agentId: agent }, [{ frameId: 'ev_late', records }], nowIso()));
+      };
+      await late([{ ...ev('task.failed', 'old-8', { task_name: 'legacy.job', exception: 'TimeoutError: gremlins' }) }]);
+      expect(await search('gremlins')).toEqual(['old-8']);
+      expect(await search('customer-8')).toEqual(['old-8']);
+      await late([{ ...ev('task.retried', 'old-8', { task_name: 'legacy.job' }) }]);
+      expect(await search('gremlins')).toEqual(['old-8']);
+      await db.tx((tx) => tx.run(sql`DELETE FROM tasks WHERE task_id IN ('old-7', 'old-8')`));
+      expect(await search('flux')).toEqual([]);
+      expect(await search('gremlins')).toEqual([]);
+      expect(await search('customer-8')).toEqual([]);
+      if (db.dialect === 'sqlite') {
+        // The index agrees with itself (its tombstones included).
+        await db.tx((tx) => tx.run(sql`INSERT INTO tasks_fts (tasks_fts, rank) VALUES ('integrity-check', 0)`));
+      }
+    } finally {
+      await old.close();
+    }
+  });
+});
