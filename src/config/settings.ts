@@ -109,6 +109,13 @@ export const SETTINGS = {
     max: 64,
     description: 'Worker processes sharing the port (overridden by --workers).',
   }),
+  SVC_LEADER_LEASE_SECONDS: int({
+    default: 5,
+    min: 2,
+    max: 300,
+    description:
+      'Lease time of the jobs only one process or replica runs (retention, offline detection, misfires, bulk retries, audit verification): the leader renews its leases every fifth of it, another process takes them over this long after the leader stopped renewing (at once after a clean shutdown).',
+  }),
   SVC_PUBLIC_URL: str({
     description: 'Address users and agents reach this service at; used in printed links. Empty derives it from host, port and TLS.',
     maxLength: 2048,

@@ -1,10 +1,13 @@
 // Periodic background jobs of one process: each runs on its own interval,
 // never overlaps itself, logs a failing tick and carries on, and stops at
 // shutdown. The job board keeps each job's last outcome for deep health and
-// svc_background_task_error_active.
+// svc_background_task_error_active. Jobs only one process may run take a lease
+// in their tick (platform/leases.ts); a job that missed its lease is started
+// again as soon as this process takes that lease over.
 import { nowIso } from '../lib/clock.ts';
 import { describeError } from '../lib/errors.ts';
 import { logger } from '../lib/log.ts';
+import { leaseAsker } from '../platform/leases.ts';
 import { reportError } from '../telemetry/index.ts';
 import type { AppContext } from './context.ts';
 
@@ -48,7 +51,9 @@ export function every(ctx: AppContext, name: string, intervalMs: number, tick: (
     running = true;
     status.last_started_at = nowIso();
     try {
-      await tick();
+      // A lease this tick asks for and does not get is taken over by the lease keeper when its holder goes;
+      // the keeper then runs this job at once (platform/leases.ts).
+      await leaseAsker.run(() => void run(), tick);
       status.last_error = null;
       failing.set({ task: name }, 0);
     } catch (e) {

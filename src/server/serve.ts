@@ -18,6 +18,7 @@ import { buildServiceApp, createContext, openConfiguredDatabase } from './compos
 import { agentWebSocketOptions } from '../transport/routes.ts';
 import { resolveTls } from './tls.ts';
 import { startSignals } from '../signals/index.ts';
+import { keepLeases } from '../platform/leases.ts';
 import { startTelemetry, stopTelemetry } from '../telemetry/index.ts';
 
 const log = logger('serve');
@@ -100,7 +101,9 @@ export async function serve(options: ServeOptions): Promise<number> {
     await db.close();
     return 1;
   }
-  await startSignals(ctx); // cross-process signals (live updates): LISTEN/NOTIFY, or Unix sockets between --workers
+  await startSignals(ctx); // cross-process signals (live updates, agent wake-ups): LISTEN/NOTIFY, or Unix sockets between --workers
+  // Leader leases are renewed while this process runs and released when it stops (platform/leases.ts).
+  const leases = keepLeases(db, { ttlMs: config.SVC_LEADER_LEASE_SECONDS * 1000 });
   await startBackground(ctx);
   if (ctx.worker.count > 1) ctx.lifecycle.onShutdown('metrics', workerMetrics(ctx.metrics, ctx.paths.runDir, ctx.worker).start());
   const children = !isChild && workers > 1 ? superviseWorkers(workers - 1, host, app.server!.port!) : null;
@@ -109,6 +112,8 @@ export async function serve(options: ServeOptions): Promise<number> {
     await app.stop(true);
   });
   ctx.lifecycle.onShutdown('database', () => db.close());
+  // Hooks run newest first: the leases go before the database closes, so another replica takes over at once.
+  ctx.lifecycle.onShutdown('leases', () => leases.stop());
   // The administrator from SVC_BOOTSTRAP_ADMIN_* exists before svc says it is ready.
   if (!isChild) await bootstrapFromSettings(ctx);
   ctx.lifecycle.ready = true;

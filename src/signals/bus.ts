@@ -50,6 +50,7 @@ export class SignalBus {
   dropped = 0;
   received = 0;
   private warnedSize = false;
+  private readonly connectedHooks = new Set<() => void>();
 
   /** 'memory' until a transport is attached. */
   get kind(): 'memory' | SignalTransport['kind'] {
@@ -65,9 +66,10 @@ export class SignalBus {
     this.transport = transport;
   }
 
-  /** Delivers to this process's subscribers at once, then sends to the other processes. */
-  publish(channel: string, data: unknown): void {
-    this.dispatch(channel, data);
+  /** Delivers to this process's subscribers at once, then sends to the other processes
+   * (`local: false`: to the other processes only, for callers that acted here already). */
+  publish(channel: string, data: unknown, options: { local?: boolean } = {}): void {
+    if (options.local !== false) this.dispatch(channel, data);
     const transport = this.transport;
     if (!transport) return;
     const text = JSON.stringify({ o: this.origin, c: channel, d: data } satisfies Envelope);
@@ -85,6 +87,24 @@ export class SignalBus {
     if (!set) this.handlers.set(channel, (set = new Set()));
     set.add(fn);
     return () => void set.delete(fn);
+  }
+
+  /** Calls `fn` whenever the transport (re)connects: signals sent while it was down are lost, so
+   * whoever relies on them re-sweeps then. Returns the unsubscribe. */
+  onConnected(fn: () => void): () => void {
+    this.connectedHooks.add(fn);
+    return () => void this.connectedHooks.delete(fn);
+  }
+
+  /** The transport (re)connected (PostgreSQL: LISTEN is in place again). */
+  reconnected(): void {
+    for (const fn of this.connectedHooks) {
+      try {
+        fn();
+      } catch (e) {
+        log.error({ err: describeError(e) }, 'a signal reconnect hook failed');
+      }
+    }
   }
 
   /** An envelope from the transport; this process's own are skipped (already delivered). */

@@ -31,7 +31,10 @@ export async function startSignalTransport(bus: SignalBus, o: SignalTransportOpt
       url: o.database.url,
       connectTimeoutSeconds: o.connectTimeoutSeconds,
       onMessage: (text) => bus.receive(text),
-      onListening: o.onListening,
+      onListening: () => {
+        bus.reconnected();
+        o.onListening?.();
+      },
     });
     bus.attach(pg);
     await pg.ready();

@@ -1,11 +1,17 @@
 // Background work of the agent transports in one process:
-//   - WebSocket delivery sweep (every 300 ms): pending commands issued in another
-//     process for an agent connected here are pushed; buffered schedule.fire
-//     commands are routed to a connected agent advertising their engine
-//   - revocation sweep (every 2 s): sockets of agents revoked elsewhere are kicked
+//   - delivery sweep (every 300 ms): pending commands for an agent connected here
+//     are pushed, polls waiting here on an agent with pending commands are woken;
+//     buffered schedule.fire commands are routed to a connected agent advertising
+//     their engine
+//   - revocation sweep (every 2 s): sockets and waiting polls of agents revoked
+//     elsewhere are kicked and ended
 //   - idle sockets (every 2 s): no hello in 10 s or silent past SVC_WS_IDLE_TIMEOUT_SECONDS -> 4408
-//   - offline detection (every 5 s), command timeouts (every 5 s), buffer expiry (every 10 s)
+//   - offline detection (every 5 s, one leader), command timeouts (every 5 s), buffer expiry (every 10 s)
 //   - long-poll session and marker expiry (every 60 s), health-history retention (hourly, one leader)
+// Commands issued and agents revoked in another process or replica arrive at
+// once as signals (transport/signals.ts); the delivery and revocation sweeps
+// are the fallback for a signal that was lost (a listener reconnecting), and
+// they run at once whenever the signal listener (re)connects.
 import { onlineAgentCounts, pruneHealthHistory, revokedAgentsAmong, sweepOfflineAgents } from '../agents/service.ts';
 import { TASK_STATES } from '../tasks/schemas.ts';
 import { agentsWithPendingCommands } from '../commands/delivery.ts';
@@ -16,18 +22,25 @@ import { acquireLease } from '../platform/leases.ts';
 import type { AppContext } from '../server/context.ts';
 import { every } from '../server/schedule.ts';
 import { agentFrameMetrics } from './router.ts';
+import { attachAgentSignals } from './signals.ts';
 
 const log = logger('agent.jobs');
 const IN_CHUNK = 500;
+const OFFLINE_SWEEP_MS = 5000;
 
-/** Pushes pending commands to locally connected agents and routes buffered fires to them. */
+/** Agents this process serves: connected WebSockets and waiting long-polls. */
+const localAgentIds = (ctx: AppContext): string[] => {
+  const rt = ctx.agentTransport;
+  return [...new Set([...rt.sockets.agentIds(), ...rt.waitingAgentIds()])];
+};
+
+/** Pushes pending commands to locally connected agents, wakes local polls waiting on agents that have
+ * some, and routes buffered fires to connected agents. */
 export async function deliverySweep(ctx: AppContext): Promise<void> {
   const rt = ctx.agentTransport;
-  const ids = rt.sockets.agentIds();
+  const ids = localAgentIds(ctx);
   for (let i = 0; i < ids.length; i += IN_CHUNK) {
-    for (const agentId of await agentsWithPendingCommands(ctx.db, ids.slice(i, i + IN_CHUNK))) {
-      for (const socket of rt.sockets.of(agentId)) socket.pushCommands();
-    }
+    for (const agentId of await agentsWithPendingCommands(ctx.db, ids.slice(i, i + IN_CHUNK))) rt.commandWaiting(agentId);
   }
   const sockets = rt.sockets.all().filter((s) => s.engines.length > 0);
   if (sockets.length === 0) return;
@@ -37,12 +50,12 @@ export async function deliverySweep(ctx: AppContext): Promise<void> {
   }
 }
 
-/** Kicks local sockets of agents revoked by another process. */
+/** Kicks local sockets and ends local waiting polls of agents revoked by another process (whose signal did not arrive). */
 export async function revocationSweep(ctx: AppContext): Promise<void> {
   const rt = ctx.agentTransport;
-  const ids = rt.sockets.agentIds();
+  const ids = localAgentIds(ctx);
   for (let i = 0; i < ids.length; i += IN_CHUNK) {
-    for (const agentId of await revokedAgentsAmong(ctx.db, ids.slice(i, i + IN_CHUNK))) rt.agentRevoked(agentId);
+    for (const agentId of await revokedAgentsAmong(ctx.db, ids.slice(i, i + IN_CHUNK))) rt.revokedHere(agentId);
   }
 }
 
@@ -105,10 +118,17 @@ export function registerAgentMetrics(ctx: AppContext): void {
 export async function startAgentJobs(ctx: AppContext): Promise<void> {
   registerAgentMetrics(ctx);
   const c = ctx.config;
+  // Signals from the other processes and replicas first; the two sweeps below stay as their fallback.
+  attachAgentSignals(ctx, async () => {
+    await Promise.all([deliverySweep(ctx), revocationSweep(ctx)]);
+  });
   every(ctx, 'agent-ws-delivery', 300, () => deliverySweep(ctx));
   every(ctx, 'agent-ws-revocations', 2000, () => revocationSweep(ctx));
   every(ctx, 'agent-ws-idle', 2000, async () => idleSweep(ctx));
-  every(ctx, 'agent-offline', 5000, async () => void (await offlineSweep(ctx)));
+  // One leader marks agents offline (the UPDATE is safe to race, but N replicas need not all scan).
+  every(ctx, 'agent-offline', OFFLINE_SWEEP_MS, async () => {
+    if (await acquireLease(ctx.db, 'agent-offline', 3 * OFFLINE_SWEEP_MS)) await offlineSweep(ctx);
+  });
   every(ctx, 'command-timeouts', 5000, async () => void ctx.reactions.commandsChanged?.(null, await timeOutCommands(ctx.db)));
   every(ctx, 'schedule-fire-buffer', 10_000, async () => void ctx.reactions.commandsChanged?.(null, await expireBufferedFires(ctx.db)));
   every(ctx, 'longpoll-sessions', 60_000, async () => ctx.agentTransport.sessions.sweep());

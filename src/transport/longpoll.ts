@@ -31,7 +31,6 @@ export const MAX_FRAME_BYTES = 1024 * 1024;
 export const MAX_ERRORS_REPORTED = 10;
 export const MAX_WAIT_SECONDS = 60;
 export const MAX_POLL_FRAMES = 500;
-export const RECHECK_MS = 250;
 
 export interface LongPollState {
   verifier: FrameVerifier;
@@ -279,6 +278,8 @@ export async function handlePoll(
       return null;
     };
     for (;;) {
+      // A command signalled while this pass reads ends the wait below at once (no wake-up falls in between).
+      const mark = rt.wakeMark(agent.id);
       // Re-validated alongside the first read of candidates; nothing is claimed unless it passes.
       const check = standing();
       const gate = check.then((refused) => refused === null && !request.signal.aborted);
@@ -291,7 +292,10 @@ export async function handlePoll(
       if (rows.length > 0) return jsonResponse(200, { frames: await signClaimed(ctx, entry.state, rows) }, headers);
       const remainingMs = (deadline - nowMicros()) / 1000;
       if (remainingMs <= 0) break;
-      await rt.waitForSignal(agent.id, Math.min(RECHECK_MS, remainingMs));
+      // Woken at once by a command issued here or signalled by another process or replica
+      // (transport/signals.ts), or by the 300 ms sweep of waiting polls when a signal was lost;
+      // re-checks by itself every 250 ms where nothing of that runs (runtime.ts recheckMs).
+      await rt.waitForSignal(agent.id, Math.min(rt.recheckMs(), remainingMs), mark);
     }
     return (await standing()) ?? jsonResponse(200, { frames: [] }, headers);
   } finally {

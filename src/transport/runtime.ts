@@ -2,7 +2,8 @@
 // registry, the connected WebSockets by (agent, worker), the per-IP connect
 // bucket shared by both transports, the ten-minute memory of audited refusals,
 // waiting polls, and the signals other areas send (a command was issued, an
-// agent was revoked). Each worker process has its own, as the spec allows.
+// agent was revoked), which reach the other processes and replicas through
+// transport/signals.ts. Each worker process has its own, as the spec allows.
 import type { Config } from '../config/load.ts';
 import { nowMicros, sleep } from '../lib/clock.ts';
 import { addressList, type AddressList } from '../lib/net.ts';
@@ -31,6 +32,11 @@ export interface LiveSocket {
 }
 
 export const AGENT_CONNECTS_PER_MINUTE = 600;
+/** A waiting long-poll's own re-check of its commands (spec: every 250 ms). */
+export const RECHECK_MS = 250;
+/** The same while signals wake it at once and a sweep of every waiting poll runs every 300 ms
+ * (docs/spec-deviations.md): its own re-check then only re-validates the agent and picks up re-sends. */
+export const SIGNALLED_RECHECK_MS = 5000;
 const REFUSAL_AUDIT_INTERVAL_MICROS = 10 * 60_000_000;
 /** Liveness writes per agent and process are spaced at least this far apart. */
 const LIVENESS_WRITE_MICROS = 1_000_000;
@@ -113,7 +119,13 @@ export class AgentTransport {
   /** Whether a batch needs a newer scheduler adapter than the agent runs. svc runs
    * no external-schedule protocol, so nothing does; tests substitute a rule. */
   needsSchedulerUpgrade: (records: EventRecord[], fc: FrameContext) => boolean = () => false;
+  /** Tells the other processes of a command issued or an agent revoked here (set by transport/signals.ts
+   * when the process serves; null: nothing leaves this process, as in tests without background work). */
+  announce: ((kind: 'command' | 'revoked', agentId: string) => void) | null = null;
   private readonly waiters = new Map<string, Set<() => void>>();
+  /** Per agent, the number of the last wake-up (oldest first, at most MAX_REMEMBERED). */
+  private readonly lastWake = new Map<string, number>();
+  private wakes = 0;
   private readonly livenessWrites = new Map<string, number>();
   private readonly keys = new Map<string, Buffer>();
 
@@ -128,22 +140,43 @@ export class AgentTransport {
     return key;
   }
 
-  /** A command for `agentId` was committed: wake its waiting polls, push to its sockets. */
+  /** A command for `agentId` was committed: wake its waiting polls and push to its sockets here, and tell
+   * the other processes and replicas to do the same (transport/signals.ts). */
   commandIssued(agentId: string): void {
+    this.commandWaiting(agentId);
+    this.announce?.('command', agentId);
+  }
+
+  /** Wakes this process's polls waiting on `agentId` and pushes to its sockets here (a signal, or a sweep's find). */
+  commandWaiting(agentId: string): void {
     this.wake(agentId);
     for (const socket of this.sockets.of(agentId)) socket.pushCommands();
   }
 
-  /** The agent was revoked (committed): kick its sockets, end its waits, forget its sessions. */
+  /** The agent was revoked (committed): kick its sockets, end its waits, forget its sessions, here and (by a
+   * signal) in every other process and replica. */
   agentRevoked(agentId: string): void {
+    this.revokedHere(agentId);
+    this.announce?.('revoked', agentId);
+  }
+
+  /** This process's part of a revocation (a signal from another process, or the revocation sweep's find). */
+  revokedHere(agentId: string): void {
     this.sessions.dropAgent(agentId);
     this.livenessWrites.delete(agentId);
     this.wake(agentId);
     for (const socket of this.sockets.of(agentId)) socket.kick(4003, 'agent revoked');
   }
 
-  /** Resolves after `ms` of clock time, or at once when `agentId` is woken. */
-  waitForSignal(agentId: string, ms: number): Promise<void> {
+  /** A mark to pass to waitForSignal: a wake-up of `agentId` after this call (while the poll was still
+   * reading the database, before it waits) then ends the wait at once instead of being missed. */
+  wakeMark(agentId: string): number {
+    return this.lastWake.get(agentId) ?? 0;
+  }
+
+  /** Resolves after `ms` of clock time, or at once when `agentId` is woken (or was, since `mark`). */
+  waitForSignal(agentId: string, ms: number, mark?: number): Promise<void> {
+    if (mark !== undefined && this.wakeMark(agentId) !== mark) return Promise.resolve();
     return new Promise((resolve) => {
       let set = this.waiters.get(agentId);
       if (!set) this.waiters.set(agentId, (set = new Set()));
@@ -165,12 +198,26 @@ export class AgentTransport {
     await Promise.race([Promise.all(sockets.map((s) => s.closed)), new Promise((r) => setTimeout(r, ms))]);
   }
 
+  /** Agents with a poll waiting in this process (the sweeps look for their commands and revocations). */
+  waitingAgentIds(): string[] {
+    return [...this.waiters.keys()];
+  }
+
+  /** How often a waiting poll re-reads the database by itself: every 250 ms (the spec's figure) while
+   * nothing else wakes it; every 5 s once cross-process signals and the sweeps do (transport/signals.ts). */
+  recheckMs(): number {
+    return this.announce ? SIGNALLED_RECHECK_MS : RECHECK_MS;
+  }
+
   /** Number of polls waiting on `agentId` (tests wait for a poll to be parked). */
   waitingOn(agentId: string): number {
     return this.waiters.get(agentId)?.size ?? 0;
   }
 
   private wake(agentId: string): void {
+    this.lastWake.delete(agentId);
+    this.lastWake.set(agentId, ++this.wakes);
+    if (this.lastWake.size > MAX_REMEMBERED) this.lastWake.delete(this.lastWake.keys().next().value!);
     for (const done of [...(this.waiters.get(agentId) ?? [])]) done();
   }
 
