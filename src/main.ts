@@ -1,6 +1,7 @@
 // The svc executable: one binary for the service and the operator CLI.
 // Command groups (`svc config ...`, `svc migrate ...`) are separate programs
 // so each subcommand has its own --help and strict option checking.
+import { basename } from 'node:path';
 import { allowedHostsGroup } from './cli/allowed-hosts.ts';
 import { auditGroup } from './cli/audit.ts';
 import { recoveryGroup, registerBackupCommands } from './cli/backup.ts';
@@ -10,6 +11,8 @@ import { out, program, run } from './cli/kit.ts';
 import { metricsTokenGroup } from './cli/metrics-token.ts';
 import { migrateGroup } from './cli/migrate.ts';
 import { registerMisfires } from './cli/misfires.ts';
+import { projectsGroup } from './cli/projects.ts';
+import { registerMintSchedulerCert, schedulerGroup } from './cli/scheduler.ts';
 import { tlsGroup } from './cli/tls.ts';
 import { registerUpgrade } from './cli/upgrade.ts';
 import { bootstrapAdminCommand, changePasswordCommand, resetMfaCommand, resetSetupCommand } from './cli/users.ts';
@@ -24,6 +27,8 @@ const GROUPS: Record<string, { description: string; run: (args: string[]) => Pro
   audit: { description: 'verify the audit chain, export its head, maintain its keys and state', run: auditGroup },
   'metrics-token': { description: 'print or rotate the bearer token gating /metrics', run: metricsTokenGroup },
   recovery: { description: 'installations retired by `svc reset --nuke-secrets`: list, destroy-retired-installation', run: recoveryGroup },
+  scheduler: { description: "svc's own scheduler (also run as `svc-scheduler`): serve, check, status, info, doctor, restart, import, export, schedules", run: schedulerGroup },
+  projects: { description: 'project maintenance: rewrite-scheduler', run: projectsGroup },
 };
 
 function topLevel() {
@@ -69,6 +74,7 @@ function topLevel() {
     .action(initCommand);
   registerUpgrade(cli);
   registerMisfires(cli);
+  registerMintSchedulerCert(cli);
   registerBackupCommands(cli);
   for (const [name, group] of Object.entries(GROUPS)) cli.command(`${name} [...subcommand]`, group.description);
   return cli;
@@ -81,6 +87,8 @@ function usage(message: string): Error {
 }
 
 async function main(argv: string[]): Promise<number> {
+  // Invoked as `svc-scheduler` (a link to this executable): the scheduler's own CLI.
+  if (/^svc-scheduler(\.exe)?$/.test(basename(process.argv0 ?? ''))) return schedulerGroup(argv, 'svc-scheduler');
   const [first, ...rest] = argv;
   if (argv.length === 1 && (first === '-V' || first === '--version')) {
     out(VERSION);

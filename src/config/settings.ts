@@ -271,6 +271,63 @@ export const SETTINGS = {
     description: 'Schedule fire history and misfire records older than this are pruned.',
   }),
 
+  // --- svc's own scheduler (src/scheduler/, docs/schedules.md) ----------------------------
+  // The service's side: the endpoint `svc scheduler` processes fire through (mutual TLS).
+  SVC_SCHEDULER_GRPC_ENABLED: bool({
+    default: false,
+    description: 'Open the scheduler endpoint (HTTPS with mutual TLS, its own port) that `svc scheduler` processes read schedules from and fire them through. One process of `svc serve --workers N` holds it.',
+  }),
+  SVC_SCHEDULER_GRPC_BIND_HOST: str({ default: '0.0.0.0', maxLength: 255, description: 'Address the scheduler endpoint listens on.' }),
+  SVC_SCHEDULER_GRPC_BIND_PORT: int({ default: 7701, min: 0, max: 65535, description: 'Port of the scheduler endpoint (0: any free port, printed at start).' }),
+  SVC_SCHEDULER_GRPC_TLS_CERT: str({
+    description: "PEM certificate the scheduler endpoint presents; empty: one minted from the scheduler CA in $SVC_HOME/scheduler-pki (names localhost, 127.0.0.1, this host's name and SVC_PUBLIC_URL's host).",
+  }),
+  SVC_SCHEDULER_GRPC_TLS_KEY: str({ description: 'PEM private key of SVC_SCHEDULER_GRPC_TLS_CERT.' }),
+  SVC_SCHEDULER_GRPC_TLS_CA: str({
+    description: 'PEM CA certificate(s) a scheduler\'s client certificate must chain to; empty: the scheduler CA $SVC_HOME/scheduler-pki/ca.crt (created by `svc mint-scheduler-cert` or at the first start with the endpoint on).',
+  }),
+  SVC_SCHEDULER_GRPC_ALLOWED_CNS: list({
+    description: 'Common names of the client certificates allowed to connect: a JSON list (`["sched-a","sched-b"]`) or comma-separated. Empty refuses every scheduler.',
+    maxItems: 256,
+  }),
+  SVC_SCHEDULER_GRPC_CN_PROJECT_BINDINGS: str({
+    description: 'Optional JSON object `{"<cn>": ["<project slug>", ...]}`: a listed common name sees and fires only those projects\' schedules (a name not listed sees every project).',
+    maxLength: 65536,
+  }),
+  SVC_SCHEDULER_GRPC_GRACE_SECONDS: num({
+    default: 5,
+    min: 0.1,
+    max: 60,
+    description: 'A fire for a run more than this many seconds in the future is refused (too_early): a scheduler whose clock runs ahead cannot fire early.',
+  }),
+  // The scheduler process's side (`svc scheduler`); its command-line flags win over these.
+  SVC_SCHEDULER_BRAIN_GRPC_URL: str({
+    description: '`svc scheduler`: URL of the service\'s scheduler endpoint, e.g. https://svc.internal:7701 (flag --brain-grpc-url).',
+    maxLength: 2048,
+  }),
+  SVC_SCHEDULER_TLS_CERT: str({ description: '`svc scheduler`: its client certificate, PEM (minted by `svc mint-scheduler-cert`; flag --tls-cert).' }),
+  SVC_SCHEDULER_TLS_KEY: str({ description: '`svc scheduler`: the client certificate\'s private key, PEM (flag --tls-key).' }),
+  SVC_SCHEDULER_TLS_CA: str({ description: '`svc scheduler`: CA certificate the service\'s endpoint certificate must chain to, PEM (flag --tls-ca); empty: the system\'s trust store.' }),
+  SVC_SCHEDULER_INSTANCE_ID: str({
+    description: '`svc scheduler`: this instance\'s name in logs, fire rows and `status`; empty: <host>-<pid>.',
+    maxLength: 128,
+  }),
+  SVC_SCHEDULER_SYNC_SECONDS: num({
+    default: 2,
+    min: 0.2,
+    max: 300,
+    description: '`svc scheduler`: how often it asks the service whether schedules changed (a change is picked up within this time).',
+  }),
+  SVC_SCHEDULER_MAX_IN_FLIGHT: int({ default: 32, min: 1, max: 1000, description: '`svc scheduler`: fires it sends to the service at once, at most.' }),
+  SVC_SCHEDULER_CATCH_UP_MAX: int({
+    default: 100,
+    min: 1,
+    max: 10000,
+    description: '`svc scheduler`: a schedule with catch_up fire_all_missed fires at most this many missed runs when it comes back.',
+  }),
+  SVC_SCHEDULER_INFO_HOST: str({ default: '127.0.0.1', maxLength: 255, description: '`svc scheduler`: address of its status endpoint (GET /info, GET /health) that `status` and `info` read.' }),
+  SVC_SCHEDULER_INFO_PORT: int({ default: 7800, min: 0, max: 65535, description: '`svc scheduler`: port of its status endpoint; 0 turns it off.' }),
+
   // --- identity and access ---------------------------------------------------------
   SVC_PASSWORD_MIN_LENGTH: int({ default: 12, min: 8, max: 128, description: 'Shortest password accepted (at most 256).' }),
   SVC_ARGON2_TIME_COST: int({ default: 3, min: 1, max: 10, description: 'argon2id passes per password hash.' }),

@@ -28,6 +28,8 @@ import f0013s from '../../migrations/sqlite/0013_schedules.sql' with { type: 'te
 import f0013p from '../../migrations/postgres/0013_schedules.sql' with { type: 'text' };
 import f0014s from '../../migrations/sqlite/0014_sso.sql' with { type: 'text' };
 import f0014p from '../../migrations/postgres/0014_sso.sql' with { type: 'text' };
+import f0015s from '../../migrations/sqlite/0015_scheduler.sql' with { type: 'text' };
+import f0015p from '../../migrations/postgres/0015_scheduler.sql' with { type: 'text' };
 
 export interface MigrationSource {
   revision: string;
@@ -51,4 +53,5 @@ export const MIGRATIONS: MigrationSource[] = [
   { revision: '0012', name: 'bulk_jobs', sqlite: f0012s, postgres: f0012p },
   { revision: '0013', name: 'schedules', sqlite: f0013s, postgres: f0013p },
   { revision: '0014', name: 'sso', sqlite: f0014s, postgres: f0014p },
+  { revision: '0015', name: 'scheduler', sqlite: f0015s, postgres: f0015p },
 ];

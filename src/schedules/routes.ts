@@ -29,12 +29,18 @@ import {
   ListQuery,
   MisfireList,
   MisfiresQuery,
+  ProjectTimezone,
+  ProjectTimezoneBody,
   ResyncResult,
+  ScheduleCountQuery,
+  UpcomingList,
+  UpcomingQuery,
   ScheduleCreate,
   SchedulePage,
   SchedulePatch,
   SchedulePublic,
 } from './schemas.ts';
+import { setTimezoneOfProject, timezoneOfProject, upcomingForProject, upcomingOfSchedule } from './own.ts';
 import { applyImport, createSchedule, deleteSchedule, diffImport, getSchedule, listFires, listMisfires, listSchedules, patchSchedule, resync, setEnabled, triggerNow } from './service.ts';
 
 const log = logger('schedules');
@@ -140,6 +146,35 @@ export const scheduleRoutes = (ctx: AppContext) => {
         ok: MisfireList,
       }),
     })
+    .get(
+      '/upcoming',
+      ({ request, query }) => {
+        const ids = query.ids ? query.ids.split(',').map((x) => x.trim()).filter((x) => x !== '') : null;
+        return upcomingForProject(ctx.db, grantOf(request).project.id, ids, query.count ?? 5);
+      },
+      {
+        ...guarded(ctx, {
+          summary: "The next runs of the project's schedules (all, or `ids`) in UTC, the project's time zone and each schedule's own, DST transitions flagged",
+          access: READ,
+          params: ProjectPath,
+          query: UpcomingQuery,
+          ok: UpcomingList,
+        }),
+      },
+    )
+    .get('/timezone', ({ request }) => timezoneOfProject(ctx.db, grantOf(request).project.id), {
+      ...guarded(ctx, { summary: "The time zone the project's schedule runs are shown in besides UTC", access: READ, params: ProjectPath, ok: ProjectTimezone }),
+    })
+    .put(
+      '/timezone',
+      ({ request, body }) => {
+        const { project, actor } = who(request);
+        return setTimezoneOfProject(ctx, project.id, body.timezone, actor);
+      },
+      {
+        ...audited(ctx, { summary: "Set the project's time zone for schedule runs (an IANA name); audit project.updated", access: ADMIN, params: ProjectPath, body: ProjectTimezoneBody, ok: ProjectTimezone }),
+      },
+    )
     .post('/diff', ({ request, body }) => diffImport(ctx.db, grantOf(request).project.id, body), {
       ...audited(ctx, {
         summary: 'Dry run of an import: what it would insert, update, leave unchanged and delete (nothing is written)',
@@ -185,6 +220,16 @@ export const scheduleRoutes = (ctx: AppContext) => {
     )
     .get('/:schedule_id', ({ request, params }) => getSchedule(ctx.db, grantOf(request).project.id, params.schedule_id), {
       ...guarded(ctx, { summary: 'One schedule', access: READ, params: SchedulePath, ok: SchedulePublic, errors: NOT_FOUND }),
+    })
+    .get('/:schedule_id/upcoming', ({ request, params, query }) => upcomingOfSchedule(ctx.db, grantOf(request).project.id, params.schedule_id, query.count ?? 5), {
+      ...guarded(ctx, {
+        summary: "One schedule's next runs in UTC, the project's time zone and its own, DST transitions flagged",
+        access: READ,
+        params: SchedulePath,
+        query: ScheduleCountQuery,
+        ok: UpcomingList,
+        errors: NOT_FOUND,
+      }),
     })
     .get('/:schedule_id/fires', ({ request, params, query }) => listFires(ctx.db, grantOf(request).project.id, params.schedule_id, query.limit ?? 100), {
       ...guarded(ctx, {

@@ -188,3 +188,34 @@ export const ListQuery = Type.Object({
 });
 export const FiresQuery = Type.Object({ limit: Type.Optional(t.Integer({ minimum: 1, maximum: 500 })) });
 export const MisfiresQuery = Type.Object({ limit: Type.Optional(t.Integer({ minimum: 1, maximum: 1000 })) });
+
+/** A run as the dashboard shows it: the instant and its wall-clock time in each zone asked for. */
+const ZonedTime = Type.Object(
+  {
+    zone: Type.String(),
+    local: Type.String({ description: 'YYYY-MM-DD HH:MM:SS in the zone' }),
+    offset: Type.String({ description: 'UTC offset in the zone, e.g. +02:00' }),
+    dst_change: Nullable(Type.String({ description: 'the offset change since the previous run (a DST transition), e.g. "+01:00 → +02:00"' })),
+  },
+  { additionalProperties: false },
+);
+const UpcomingRun = Type.Object(
+  { at: Timestamp, zones: Type.Array(ZonedTime), dst_transition: Type.Boolean({ description: 'a zone changed its UTC offset since the previous run' }) },
+  { additionalProperties: false },
+);
+export const UpcomingList = Answer(
+  {
+    project_timezone: Type.String(),
+    schedules: Type.Array(Type.Object({ schedule_id: Uuid, timezone: Type.String(), runs: Type.Array(UpcomingRun) }, { additionalProperties: false })),
+  },
+  'ScheduleUpcomingRuns',
+);
+export type UpcomingList = Static<typeof UpcomingList>;
+export const UpcomingQuery = Type.Object({
+  count: Type.Optional(t.Integer({ minimum: 1, maximum: 20 })),
+  ids: Type.Optional(Type.String({ maxLength: 20000, description: 'comma-separated schedule ids (default: all, at most 500)' })),
+});
+export const ScheduleCountQuery = Type.Object({ count: Type.Optional(t.Integer({ minimum: 1, maximum: 20 })) });
+export const ProjectTimezone = Answer({ timezone: Type.String() }, 'ProjectScheduleTimezone');
+export type ProjectTimezone = Static<typeof ProjectTimezone>;
+export const ProjectTimezoneBody = Body({ timezone: Type.String({ minLength: 1, maxLength: 64 }) });

@@ -16,7 +16,7 @@ import type { Executor, Tx } from '../db/connect.ts';
 import { conflict, notFound, validationFailed, type FieldError } from '../http/errors.ts';
 import { isoMicros, nowIso, nowMicros, parseIsoMicros } from '../lib/clock.ts';
 import type { AppContext } from '../server/context.ts';
-import { cronProblem, intervalSeconds, knownZone, nextRunAfter } from './next-run.ts';
+import { cronProblem, intervalSeconds, knownZone, nextRunAfter, solarProblem } from './next-run.ts';
 import {
   SVC_SCHEDULER,
   type ControlResult,
@@ -170,7 +170,7 @@ const DEFINITION_KEYS: (keyof Definition)[] = ['engine', 'kind', 'expression', '
 const hasControlChars = (s: string) => /[\u0000-\u001f\u007f]/.test(s);
 
 /** The rules TypeBox cannot state: expression per kind, time zone, task name, argument sizes. */
-export function definitionProblems(d: { name: string; kind: string; expression: string; timezone: string; task_name: string; args: unknown; kwargs: unknown }, at = ''): FieldError[] {
+export function definitionProblems(d: { name: string; kind: string; expression: string; timezone: string; task_name: string; args: unknown; kwargs: unknown; scheduler?: string }, at = ''): FieldError[] {
   const out: FieldError[] = [];
   const p = (path: string, message: string) => out.push({ path: `${at}/${path}`, message, location: 'body' });
   if (d.name.trim() === '' || hasControlChars(d.name)) p('name', 'must be a non-blank name without control characters');
@@ -182,6 +182,11 @@ export function definitionProblems(d: { name: string; kind: string; expression: 
     if (problem) p('expression', `is not a cron expression: ${problem}`);
   }
   if (d.kind === 'clocked' && parseIsoMicros(d.expression.trim()) === null) p('expression', 'a clocked schedule is one ISO 8601 instant with an offset');
+  // svc's own scheduler computes solar runs itself, so it needs the place (an adapter keeps it in its own entry).
+  if (d.kind === 'solar' && (d.scheduler ?? SVC_SCHEDULER) === SVC_SCHEDULER) {
+    const problem = solarProblem(d.expression);
+    if (problem) p('expression', problem);
+  }
   if (JSON.stringify(d.args ?? []).length > MAX_JSON_BYTES) p('args', 'must serialise to at most 64 KiB');
   if (JSON.stringify(d.kwargs ?? {}).length > MAX_JSON_BYTES) p('kwargs', 'must serialise to at most 64 KiB');
   return out;

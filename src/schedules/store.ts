@@ -249,3 +249,68 @@ export async function dropFrames(ex: Executor, agentId: string, snapshotId: stri
   const { scheduleSnapshotFrames: fr } = tablesOf(ex);
   await ex.q.delete(fr).where(or(and(eq(fr.agent_id, agentId), eq(fr.snapshot_id, snapshotId)), lte(fr.received_at, staleBefore)));
 }
+
+// --- svc's own scheduler (own.ts) ------------------------------------------------------
+
+/** Schedules a scheduler owns in active projects (all, or those of `projectIds`), with the project's slug. */
+export async function ownedSchedules(ex: Executor, scheduler: string, projectIds: readonly string[] | null): Promise<(ScheduleRow & { project_slug: string })[]> {
+  const { schedules: s } = tablesOf(ex);
+  const p = ex.t.projects;
+  const conds = [eq(s.scheduler, scheduler), eq(p.is_active, true)];
+  if (projectIds) {
+    if (projectIds.length === 0) return [];
+    conds.push(inArray(s.project_id, [...projectIds]));
+  }
+  const rows = await ex.q
+    .select({ s, slug: p.slug })
+    .from(s)
+    .innerJoin(p, eq(p.id, s.project_id))
+    .where(and(...conds))
+    .orderBy(asc(s.id));
+  return rows.map((r) => ({ ...r.s, project_slug: r.slug }));
+}
+
+/** What changes whenever a scheduler's set of schedules or a definition changes: count, latest update, id sum. */
+export async function ownedStamp(ex: Executor, scheduler: string): Promise<string> {
+  const { schedules: s } = tablesOf(ex);
+  const [row] = await ex.q
+    .select({ n: sql<number>`count(*)`, latest: sql<string | null>`max(${s.updated_at})`, first: sql<string | null>`min(${s.id})`, last: sql<string | null>`max(${s.id})` })
+    .from(s)
+    .where(eq(s.scheduler, scheduler));
+  return `${Number(row?.n ?? 0)}|${row?.latest ?? ''}|${row?.first ?? ''}|${row?.last ?? ''}`;
+}
+
+/** The fire of run `scheduledFor` of a schedule (schedule.fire rows only; trigger-now fires are not runs). */
+export async function fireOfRun(ex: Executor, scheduleId: string, scheduledFor: string): Promise<FireRow | null> {
+  const { scheduleFires: f } = tablesOf(ex);
+  return (await ex.q.select().from(f).where(and(eq(f.schedule_id, scheduleId), eq(f.scheduled_for, scheduledFor), eq(f.action, 'schedule.fire'))).limit(1))[0] ?? null;
+}
+
+/** After run `firedFor`, the schedule's expectation moves to `next` unless it already points past that run. */
+export async function advanceExpectation(ex: Executor, id: string, next: string | null, firedFor: string): Promise<void> {
+  const { schedules: s } = tablesOf(ex);
+  await ex.q
+    .update(s)
+    .set({ next_run_at: next })
+    .where(and(eq(s.id, id), or(isNull(s.next_run_at), lte(s.next_run_at, firedFor))));
+}
+
+/** The time zone a project's schedule runs are shown in besides UTC (projects.timezone, migration 0015). */
+export async function projectTimezone(ex: Executor, projectId: string): Promise<string> {
+  const rows = await ex.all<{ timezone: string | null }>(sql`SELECT timezone FROM projects WHERE id = ${projectId}`);
+  return rows[0]?.timezone || 'UTC';
+}
+
+export async function setProjectTimezone(ex: Executor, projectId: string, timezone: string): Promise<void> {
+  await ex.run(sql`UPDATE projects SET timezone = ${timezone} WHERE id = ${projectId}`);
+}
+
+/** Moves schedules to another scheduler (svc projects rewrite-scheduler); the rows moved. */
+export async function reassignSchedules(ex: Executor, ids: readonly string[], to: string, at: string, resetNext: boolean): Promise<number> {
+  if (ids.length === 0) return 0;
+  const { schedules: s } = tablesOf(ex);
+  const set: Partial<ScheduleRow> = { scheduler: to, updated_at: at, agent_id: null, misfired_at: null };
+  if (resetNext) set.next_run_at = null;
+  const rows = await ex.q.update(s).set(set).where(inArray(s.id, [...ids])).returning({ id: s.id });
+  return rows.length;
+}

@@ -20,6 +20,7 @@ import { resolveTls } from './tls.ts';
 import { startSignals } from '../signals/index.ts';
 import { keepLeases } from '../platform/leases.ts';
 import { startTelemetry, stopTelemetry } from '../telemetry/index.ts';
+import { startSchedulerEndpoint } from '../scheduler/endpoint.ts';
 
 const log = logger('serve');
 const CHILD_ENV = 'SVC_INTERNAL_WORKER_INDEX';
@@ -112,6 +113,13 @@ export async function serve(options: ServeOptions): Promise<number> {
     await app.stop(true);
   });
   ctx.lifecycle.onShutdown('database', () => db.close());
+  // The endpoint `svc scheduler` processes fire through (SVC_SCHEDULER_GRPC_ENABLED; first process only).
+  const scheduler = isChild ? null : await startSchedulerEndpoint(ctx).catch((e: Error) => (process.stderr.write(`svc: scheduler endpoint: ${e.message}\n`), undefined));
+  if (scheduler === undefined) {
+    await children?.stop();
+    await ctx.lifecycle.shutdown();
+    return 1;
+  }
   // Hooks run newest first: the leases go before the database closes, so another replica takes over at once.
   ctx.lifecycle.onShutdown('leases', () => leases.stop());
   // The administrator from SVC_BOOTSTRAP_ADMIN_* exists before svc says it is ready.
@@ -122,6 +130,7 @@ export async function serve(options: ServeOptions): Promise<number> {
   if (!isChild) {
     process.stderr.write(`svc ${VERSION} serving ${baseUrl} (${workers} worker${workers === 1 ? '' : 's'}, data in ${loaded.paths.home})\n`);
     if (tls) process.stderr.write(`TLS certificate ${tls.certFile}\nSHA-256 fingerprint ${tls.fingerprint}\n`);
+    if (scheduler) process.stderr.write(`scheduler endpoint ${scheduler.url} (mutual TLS)\n`);
     // Only the first process mints and prints the setup link (the token lives in the database).
     await announceSetup(ctx, baseUrl);
   }

@@ -33,6 +33,12 @@ describe('help and usage errors', () => {
       ['allowed-hosts', 'add'],
       ['tls', 'self-signed'],
       ['upgrade'],
+      ['mint-scheduler-cert'],
+      ['projects'],
+      ['projects', 'rewrite-scheduler'],
+      ['scheduler'],
+      ...['serve', 'version', 'check', 'status', 'info', 'doctor', 'restart', 'import', 'export', 'schedules'].map((c) => ['scheduler', c]),
+      ...['add', 'list', 'trigger', 'disable', 'enable', 'edit', 'history'].map((c) => ['scheduler', 'schedules', c]),
     ];
     for (const cmd of commands) {
       for (const flag of ['-h', '--help']) {
