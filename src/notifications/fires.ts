@@ -41,11 +41,12 @@ const HEADLINE: Record<Trigger, string> = {
 
 const MAX_BODY = 500;
 
-/** The dashboard path of what the fire is about (a task, an agent), below the project. */
+/** The dashboard path of what the fire is about (a task, an agent, a schedule), below the project. */
 export function pathOf(fire: Fire, projectSlug: string): string | null {
   const base = `/projects/${encodeURIComponent(projectSlug)}`;
   if (fire.task) return `${base}/tasks/${encodeURIComponent(fire.task.engine)}/${encodeURIComponent(fire.task.task_id)}`;
   if (fire.agent) return `${base}/agents/${encodeURIComponent(fire.agent.id)}`;
+  if (fire.schedule) return `${base}/schedules/${encodeURIComponent(fire.schedule.id)}`;
   return null;
 }
 

@@ -174,7 +174,7 @@ describe(`notification triggers on ${testDialect()}`, () => {
     await subscribe(member, { trigger: 'schedule.misfired' });
     fireSchedule(svc.ctx.notifications, 'schedule.misfired', project.id, { id: 's-1', name: 'nightly-report', error: 'late by 120 s (grace 60 s)' });
     await svc.ctx.notifications.settled();
-    expect((await inboxOf(member))[0]).toMatchObject({ title: 'Schedule misfired: nightly-report', body: 'late by 120 s (grace 60 s)', data: { schedule_id: 's-1' } });
+    expect((await inboxOf(member))[0]).toMatchObject({ title: 'Schedule misfired: nightly-report', body: 'late by 120 s (grace 60 s)', data: { schedule_id: 's-1', path: '/projects/default/schedules/s-1' } });
   });
 
   test.skipIf(Boolean(noHost))('a receiver that never answers costs a failed delivery row after the timeout, not the agent time', async () => {
