@@ -45,6 +45,8 @@ const BATCH = 200;
 const SEND_CONCURRENCY = 16;
 /** Delivery rows of sends ending within this long are written together. */
 const LOG_FLUSH_MS = 50;
+/** A full queue is logged at most once in this long (the dropped counter counts every fire). */
+const DROP_WARNING_INTERVAL_MS = 10_000;
 /** While agents' events are being stored (one commit in this long), fires wait... */
 const INGEST_QUIET_MS = 25;
 /** ...but never longer than this after they were queued. */
@@ -88,6 +90,9 @@ export class Notifications {
   private readonly sends = new Set<Promise<void>>();
   private readonly logged: DeliveryRow[] = [];
   private flushing: Promise<void> | null = null;
+  /** The last "queue full" warning (performance.now()) and the fires dropped since. */
+  private warnedAt = -Infinity;
+  private droppedSinceWarning = 0;
   /** When the ingest path last stored task events (performance.now()): fires wait while it is busy. */
   private ingestAt = -Infinity;
 
@@ -119,7 +124,14 @@ export class Notifications {
     if (fires.length > room) {
       const lost = fires.length - Math.max(0, room);
       this.metrics.dropped.inc(lost);
-      log.warn({ dropped: lost, queued: this.queue.length }, 'notification queue full: fires dropped');
+      this.droppedSinceWarning += lost;
+      // One line per interval, not per call: a full queue under heavy ingest would otherwise log per upload.
+      const now = performance.now();
+      if (now - this.warnedAt >= DROP_WARNING_INTERVAL_MS) {
+        log.warn({ dropped: this.droppedSinceWarning, queued: this.queue.length }, 'notification queue full: fires dropped');
+        this.warnedAt = now;
+        this.droppedSinceWarning = 0;
+      }
     }
     const at = performance.now();
     for (const fire of fires.slice(0, Math.max(0, room))) this.queue.push({ fire, at });
@@ -175,11 +187,14 @@ export class Notifications {
       }
       const project = projects.get(queued.projectId);
       if (!project) continue;
+      const key = `${queued.projectId}\u0000${queued.trigger}`;
+      if (!candidates.has(key)) candidates.set(key, await firingSubscriptions(this.deps.db, queued.projectId, queued.trigger, now));
+      // Most fires have no one listening (every finished task fires): those cost no read of their task.
+      const listening = candidates.get(key)!;
+      if (listening.length === 0) continue;
       const fire = await withTaskRow(this.deps.db, queued);
-      const key = `${fire.projectId}\u0000${fire.trigger}`;
-      if (!candidates.has(key)) candidates.set(key, await firingSubscriptions(this.deps.db, fire.projectId, fire.trigger, now));
       const facts = { task_name: fire.task?.name ?? null, priority: fire.task?.priority ?? null };
-      const subs = candidates.get(key)!.filter((s) => filtersMatch(s.filters, facts));
+      const subs = listening.filter((s) => filtersMatch(s.filters, facts));
       if (subs.length > 0) matched.push({ fire, slug: project.slug, subs });
     }
     if (matched.length === 0) return;
