@@ -1,14 +1,15 @@
 // The task filter of bulk jobs and bulk deletes: the fields of GET /tasks
 // (state, engine, name, queue, worker, since/until on when svc first heard of
-// the task) plus explicit task ids (a selection of rows). Its matches are
-// read once, oldest first, when the job is created; later tasks never join it.
+// the task), explicit task ids (a selection of rows) and a failure group's key
+// (the dashboard's "retry this group"). Its matches are read once, oldest
+// first, when the job is created; later tasks never join it.
 //
-// Adding a field (a failure group's key from the stats area, say) means: a
-// property here, a condition in matchTasks, and nothing else; the job stores
-// the filter as given and the items it matched.
+// Adding a field means: a property here, a condition in matchTasks, and
+// nothing else; the job stores the filter as given and the items it matched.
 import { Type, type Static } from '@sinclair/typebox';
 import { and, asc, eq, inArray, sql, type SQL } from 'drizzle-orm';
 import type { Executor } from '../db/connect.ts';
+import { GroupKey } from '../stats/schemas.ts';
 import { TaskStateSchema } from '../tasks/schemas.ts';
 
 const Ts = Type.String({ pattern: '^\\d{4}-\\d\\d-\\d\\dT\\d\\d:\\d\\d:\\d\\d\\.\\d{6}\\+00:00$' });
@@ -23,12 +24,13 @@ export const TaskFilterSchema = Type.Object(
     since: Type.Optional(Ts),
     until: Type.Optional(Ts),
     task_ids: Type.Optional(Type.Array(Type.String({ minLength: 1, maxLength: 200 }), { minItems: 1, maxItems: 1000, description: 'these tasks only (with engine: of that engine)' })),
+    failure_group: Type.Optional({ ...GroupKey, description: 'the tasks of this failure group (GET /failure-groups): those whose first failure fell in it' }),
   },
   {
     additionalProperties: false,
     minProperties: 1,
     $id: 'TaskFilter',
-    description: 'The fields of GET /tasks (since/until bound when svc first heard of a task) plus task_ids; at least one.',
+    description: 'The fields of GET /tasks (since/until bound when svc first heard of a task) plus task_ids and failure_group; at least one.',
   },
 );
 export type TaskFilter = Static<typeof TaskFilterSchema>;
@@ -54,6 +56,14 @@ function conditions(ex: Executor, projectId: string, f: TaskFilter): SQL[] {
   if (f.since) conds.push(sql`${t.created_at} >= ${f.since}`);
   if (f.until) conds.push(sql`${t.created_at} < ${f.until}`);
   if (f.task_ids) conds.push(inArray(t.task_id, f.task_ids));
+  // A group's tasks are listed at ingest (failure_group_tasks, keyed like tasks by engine and task id). The
+  // subquery reads them once through its (project_id, group_key, ...) index, so the group may hold more tasks
+  // than task_ids takes and no list of ids travels through the request.
+  if (f.failure_group) {
+    conds.push(
+      sql`(${t.engine}, ${t.task_id}) IN (SELECT g.engine, g.task_id FROM failure_group_tasks g WHERE g.project_id = ${projectId} AND g.group_key = ${f.failure_group})`,
+    );
+  }
   return conds;
 }
 

@@ -164,6 +164,29 @@ describe(`bulk jobs on ${testDialect()}`, () => {
     expect((await viewer.call('GET', `${jobs}/${crypto.randomUUID()}`)).status).toBe(404);
   });
 
+  test("a failure group's key as the filter: its tasks only, whatever other groups their name failed in", async () => {
+    const grouped = await storeTasks(svc, projectId, lpAgent, 3, { name: 'app.tasks.bulk_group', exception: 'TimeoutError: shard 7 did not answer in 30 s' });
+    await storeTasks(svc, projectId, lpAgent, 2, { name: 'app.tasks.bulk_group', exception: "KeyError: 'customer'" });
+    // The key as the failure groups list gives it to the dashboard's "retry this group".
+    const groups = (await viewer.call('GET', '/api/v1/projects/default/failure-groups?window=1h&task_name=app.tasks.bulk_group')).body.groups;
+    const timeout = groups.find((g: { exception_type: string }) => g.exception_type === 'TimeoutError');
+    expect(groups).toHaveLength(2);
+    const created = await operator.call('POST', jobs, { body: { kind: 'retry', filter: { failure_group: timeout.group_key, state: 'failure' }, agent_id: lpAgent } });
+    expect(created.status).toBe(201);
+    expect(created.body).toMatchObject({ filter: { failure_group: timeout.group_key, state: 'failure' }, progress: { total: 3 } });
+    const retried: string[] = [];
+    for (let round = 0; round < 5 && (await job(created.body.id)).status === 'running'; round++) {
+      await coordinatorStep(svc.ctx);
+      retried.push(...(await answerRetries(lpAgent)));
+    }
+    expect(retried.sort()).toEqual([...grouped].sort());
+    for (const filter of [{ failure_group: 'not-a-key' }, { failure_group: 'ABCDEF0123456789' }]) {
+      expect((await operator.call('POST', jobs, { body: { kind: 'retry', filter } })).status).toBe(422);
+    }
+    const unknown = await operator.call('POST', jobs, { body: { kind: 'retry', filter: { failure_group: '0123456789abcdef' } } });
+    expect([unknown.status, unknown.body.error]).toEqual([409, 'no_match']);
+  });
+
   test('a job whose agent is revoked fails, skipping what is left', async () => {
     const doomed = await pollingAgent(svc, projectId, 'doomed');
     await storeTasks(svc, projectId, doomed, 3, { name: 'app.tasks.bulk_doomed' });

@@ -1,5 +1,6 @@
-// What the e2e files share: screenshots, the sidebar's links, signing in, and TOTP codes for an enrolled secret.
-import { expect, type Page } from '@playwright/test';
+// What the e2e files share: screenshots, the sidebar's links, signing in, TOTP codes for an enrolled secret, the
+// CSRF header of API calls, and first boot through the API.
+import { expect, type BrowserContext, type Page } from '@playwright/test';
 import { decodeBase32IgnorePadding } from '@oslojs/encoding';
 import { generateTOTP } from '@oslojs/otp';
 import { mkdirSync } from 'node:fs';
@@ -29,3 +30,21 @@ export async function signIn(p: Page, user: { email: string; password: string },
 }
 
 export const totpOf = (secretBase32: string): string => generateTOTP(decodeBase32IgnorePadding(secretBase32), 30, 6);
+
+/** The double-submit CSRF header of a context's session, for API calls the tests make beside the page. */
+export async function csrfHeaders(c: BrowserContext): Promise<Record<string, string>> {
+  const csrf = (await c.cookies()).find((x) => x.name === 'svc_csrf')?.value ?? '';
+  return { 'x-csrf-token': csrf };
+}
+
+/** First boot and TOTP enrolment through the API (dashboard.e2e.ts has the browser flows): `admin` is set up with
+ * the setup link and signed in in `p`'s context. Answers the TOTP secret. */
+export async function firstAdmin(p: Page, setupUrl: string, admin: Record<string, string>): Promise<string> {
+  const token = new URL(setupUrl).searchParams.get('token');
+  expect((await p.request.post('/api/v1/setup/complete', { data: { token, ...admin } })).status()).toBe(201);
+  const start = await p.request.post('/api/v1/auth/mfa/enroll-start', { headers: await csrfHeaders(p.context()) });
+  const secret = (await start.json()).secret_base32;
+  const done = await p.request.post('/api/v1/auth/mfa/enroll-complete', { data: { code: totpOf(secret) }, headers: await csrfHeaders(p.context()) });
+  expect(done.status()).toBe(200);
+  return secret;
+}

@@ -2,7 +2,7 @@
 // agent uploads without a reload, within a second of the upload, and its row changes in place when the task
 // finishes. Its own installation; first boot, MFA enrolment and the agent go through the API.
 import { expect, test, type BrowserContext, type Page } from '@playwright/test';
-import { screenshot, totpOf } from './browser.ts';
+import { csrfHeaders, firstAdmin, screenshot } from './browser.ts';
 import { taskEvent, TestAgent } from './node-agent.ts';
 import { startSvc, type Svc } from './svc.ts';
 
@@ -13,22 +13,12 @@ let context: BrowserContext;
 let page: Page;
 let agent: TestAgent;
 
-async function csrfHeaders(): Promise<Record<string, string>> {
-  const csrf = (await context.cookies()).find((c) => c.name === 'svc_csrf')?.value ?? '';
-  return { 'x-csrf-token': csrf };
-}
-
 test.beforeAll(async ({ browser }) => {
   svc = await startSvc();
   context = await browser.newContext({ baseURL: svc.url });
   page = await context.newPage();
-  const token = new URL(svc.setupUrl).searchParams.get('token');
-  expect((await page.request.post('/api/v1/setup/complete', { data: { token, ...ADMIN } })).status()).toBe(201);
-  const start = await page.request.post('/api/v1/auth/mfa/enroll-start', { headers: await csrfHeaders() });
-  const secret = (await start.json()).secret_base32;
-  const done = await page.request.post('/api/v1/auth/mfa/enroll-complete', { data: { code: totpOf(secret) }, headers: await csrfHeaders() });
-  expect(done.status()).toBe(200);
-  const minted = await page.request.post('/api/v1/projects/default/agents', { data: { name: 'live-agent' }, headers: await csrfHeaders() });
+  await firstAdmin(page, svc.setupUrl, ADMIN);
+  const minted = await page.request.post('/api/v1/projects/default/agents', { data: { name: 'live-agent' }, headers: await csrfHeaders(context) });
   expect(minted.status()).toBe(201);
   const m = await minted.json();
   agent = new TestAgent({ baseUrl: svc.url, token: m.token, hmacSecret: m.hmac_secret, agentId: m.agent.id, projectId: m.agent.project_id });

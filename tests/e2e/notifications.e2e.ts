@@ -7,7 +7,7 @@
 // Sends go to tests/e2e/hook-receiver.ts: a namespace of this machine on an address the outbound policy allows.
 import { createHmac } from 'node:crypto';
 import { expect, test, type BrowserContext, type Locator, type Page } from '@playwright/test';
-import { screenshot, totpOf } from './browser.ts';
+import { csrfHeaders, firstAdmin, screenshot } from './browser.ts';
 import { receiverUnavailable, startHookReceiver, type HookReceiver } from './hook-receiver.ts';
 import { taskEvent, TestAgent } from './node-agent.ts';
 import { startSvc, type Svc } from './svc.ts';
@@ -30,11 +30,6 @@ const bodyRows = (t: Locator): Locator => t.locator('tbody tr');
 const sidebarLink = (href: string, p: Page = page) => p.locator(`#sidebar a[href="${href}"]`);
 /** The badge of the bell on screen (the shell has one in the sidebar and one in the narrow screens' top bar). */
 const badge = (p: Page = page): Locator => p.getByTestId('unread-badge').filter({ visible: true });
-
-async function csrfHeaders(c: BrowserContext = context): Promise<Record<string, string>> {
-  const csrf = (await c.cookies()).find((x) => x.name === 'svc_csrf')?.value ?? '';
-  return { 'x-csrf-token': csrf };
-}
 
 async function unreadCount(): Promise<number> {
   return (await (await page.request.get('/api/v1/user/notifications/unread-count')).json()).unread;
@@ -70,16 +65,7 @@ test.beforeAll(async ({ browser }) => {
   svc = await startSvc({ SVC_NOTIFICATIONS_WEBHOOK_ALLOW_HTTP: 'true', SVC_NOTIFICATIONS_TIMEOUT_SECONDS: '5' });
   context = await browser.newContext({ baseURL: svc.url });
   page = await context.newPage();
-  // First boot and TOTP enrolment through the API (dashboard.e2e.ts has the browser flows).
-  const token = new URL(svc.setupUrl).searchParams.get('token');
-  expect((await page.request.post('/api/v1/setup/complete', { data: { token, ...ADMIN } })).status()).toBe(201);
-  const start = await page.request.post('/api/v1/auth/mfa/enroll-start', { headers: await csrfHeaders() });
-  const secret = (await start.json()).secret_base32;
-  const done = await page.request.post('/api/v1/auth/mfa/enroll-complete', {
-    data: { code: totpOf(secret) },
-    headers: await csrfHeaders(),
-  });
-  expect(done.status()).toBe(200);
+  await firstAdmin(page, svc.setupUrl, ADMIN);
   projectId = (await (await page.request.get('/api/v1/projects/default')).json()).id;
 });
 
@@ -226,12 +212,12 @@ test('default subscriptions: task.failed in the app from the start, one added fo
 });
 
 test('a viewer sees the channels and nothing to change', async ({ browser }) => {
-  const created = await page.request.post('/api/v1/users', { data: { ...VIEWER }, headers: await csrfHeaders() });
+  const created = await page.request.post('/api/v1/users', { data: { ...VIEWER }, headers: await csrfHeaders(context) });
   expect(created.status()).toBe(201);
   const userId = (await created.json()).id;
   const joined = await page.request.post('/api/v1/projects/default/memberships', {
     data: { user_id: userId, role: 'viewer' },
-    headers: await csrfHeaders(),
+    headers: await csrfHeaders(context),
   });
   expect(joined.status()).toBe(201);
 
@@ -438,7 +424,7 @@ test('the bell counts a failed task in the inbox; the inbox marks it read and le
   await expect(badge()).toHaveCount(0);
   const minted = await page.request.post('/api/v1/projects/default/agents', {
     data: { name: 'billing-workers' },
-    headers: await csrfHeaders(),
+    headers: await csrfHeaders(context),
   });
   expect(minted.status()).toBe(201);
   const m = await minted.json();

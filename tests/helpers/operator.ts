@@ -57,7 +57,7 @@ export async function storeTasks(
   projectId: string,
   agentId: string,
   n: number,
-  opts: { kind?: string; ageDays?: number; name?: string; engine?: string; prefix?: string; extraEvents?: number } = {},
+  opts: { kind?: string; ageDays?: number; name?: string; engine?: string; prefix?: string; extraEvents?: number; exception?: string } = {},
 ): Promise<string[]> {
   const at = nowMicros() - (opts.ageDays ?? 0) * 86_400_000_000;
   const ids: string[] = [];
@@ -65,7 +65,7 @@ export async function storeTasks(
   for (let i = 0; i < n; i++) {
     const taskId = `${opts.prefix ?? 't'}-${i}-${crypto.randomUUID().slice(0, 8)}`;
     ids.push(taskId);
-    const base = { engine: opts.engine ?? 'celery', taskId, data: { task_name: opts.name ?? 'app.tasks.fail', queue: 'celery', worker: 'celery@w1', exception: 'ValueError: boom' } };
+    const base = { engine: opts.engine ?? 'celery', taskId, data: { task_name: opts.name ?? 'app.tasks.fail', queue: 'celery', worker: 'celery@w1', exception: opts.exception ?? 'ValueError: boom' } };
     for (let k = 0; k < (opts.extraEvents ?? 0); k++) {
       records.push({ ...base, id: crypto.randomUUID(), kind: 'task.received', occurredAt: isoMicros(at - 1000 - k), occurredMicros: at - 1000 - k });
     }

@@ -28,6 +28,7 @@ const InvitePage = lazyPage(() => import('./pages/invite.tsx').then((m) => m.Inv
 const UsersPage = lazyPage(() => import('./pages/users.tsx').then((m) => m.UsersPage));
 const SystemPage = lazyPage(() => import('./pages/system.tsx').then((m) => m.SystemPage));
 const SettingsPage = lazyPage(() => import('./pages/settings.tsx').then((m) => m.SettingsPage));
+const HomePage = lazyPage(() => import('./pages/home.tsx').then((m) => m.HomePage));
 
 const PUBLIC_PATHS = ['/login', '/login/mfa', '/invite'];
 
@@ -74,6 +75,7 @@ function Pages() {
     <Shell>
       <Router>
         <Route path="/" component={Home} />
+        <Route path="/home" component={HomePage} />
         <Route path="/projects" component={ProjectsPage} />
         <Route path="/projects/:slug/:rest*" component={ProjectLayout} />
         <Route path="/activity" component={ActivityPage} />

@@ -1,7 +1,8 @@
 // The signed-in frame: a sidebar (a menu on narrow screens) with the project switcher, the current project's
 // pages, the service-wide pages and the account, the notification bell (beside the name in the sidebar, in the
-// top bar on narrow screens) with its inbox, and the page itself in <main>.
-import type { ComponentChildren } from 'preact';
+// top bar on narrow screens) with its inbox, the Ctrl-K palette (ui/palette.tsx, a chunk fetched when first
+// opened), and the page itself in <main>.
+import type { ComponentChildren, FunctionComponent } from 'preact';
 import { useEffect, useRef, useState } from 'preact/hooks';
 import { useLocation } from 'preact-iso';
 import { LAST_PROJECT } from './pages/project/layout.tsx';
@@ -11,17 +12,18 @@ import { Bell, InboxHost, inboxOpen, useUnreadCount } from './ui/bell.tsx';
 import { PageBoundary } from './ui/boundary.tsx';
 import { NavLink } from './ui/link.tsx';
 
-const SERVICE_PAGES = [
+export const SERVICE_PAGES = [
+  { href: '/home', label: 'Home', exact: true },
   { href: '/projects', label: 'Projects', exact: true },
   { href: '/activity', label: 'Activity' },
   { href: '/health', label: 'Health' },
 ];
-const ADMIN_PAGES = [
+export const ADMIN_PAGES = [
   { href: '/users', label: 'Users' },
   { href: '/system', label: 'System' },
   { href: '/settings', label: 'Settings' },
 ];
-const ACCOUNT_PAGES = [
+export const ACCOUNT_PAGES = [
   { href: '/account', label: 'Profile', exact: true },
   { href: '/account/security', label: 'Security' },
   { href: '/account/api-keys', label: 'API keys' },
@@ -67,6 +69,38 @@ function ProjectNav(props: { path: string }) {
         </ul>
       )}
     </div>
+  );
+}
+
+type PaletteComponent = FunctionComponent<{ open: boolean; onClose: () => void }>;
+
+/** Ctrl-K (⌘K on a Mac) anywhere, or the sidebar's button, opens the palette; its code is fetched the first time. */
+function PaletteHost() {
+  const [open, setOpen] = useState(false);
+  const [Palette, setPalette] = useState<PaletteComponent | null>(null);
+  const show = () => {
+    setOpen(true);
+    if (!Palette) void import('./ui/palette.tsx').then((m) => setPalette(() => m.Palette));
+  };
+  const latest = useRef(show);
+  latest.current = show;
+  useEffect(() => {
+    const onKey = (e: KeyboardEvent) => {
+      if ((e.ctrlKey || e.metaKey) && !e.altKey && !e.shiftKey && e.key.toLowerCase() === 'k') {
+        e.preventDefault();
+        latest.current();
+      }
+    };
+    document.addEventListener('keydown', onKey);
+    return () => document.removeEventListener('keydown', onKey);
+  }, []);
+  return (
+    <>
+      <button type="button" class="secondary jump" onClick={show} aria-keyshortcuts="Control+K Meta+K">
+        Jump to… <kbd>Ctrl K</kbd>
+      </button>
+      {Palette && <Palette open={open} onClose={() => setOpen(false)} />}
+    </>
   );
 }
 
@@ -129,6 +163,7 @@ export function Shell(props: { children: ComponentChildren }) {
           </a>
           <Bell />
         </div>
+        <PaletteHost />
         <ProjectNav path={path} />
         <Links title="Service" links={SERVICE_PAGES} />
         {user.is_admin && <Links title="Administration" links={ADMIN_PAGES} />}

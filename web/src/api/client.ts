@@ -53,6 +53,8 @@ export interface CallOptions {
   /** Statuses besides 2xx whose JSON body is the answer rather than an error envelope (GET /health/deep answers
    * 503 with its whole report when a check failed). A body that is not JSON, or is an error envelope, still fails. */
   answerStatuses?: readonly number[];
+  /** More request headers (an issuing route's `Idempotency-Key`). */
+  headers?: Record<string, string>;
 }
 
 /** The `svc_csrf` cookie (readable by the page on purpose: double-submit CSRF). */
@@ -93,7 +95,7 @@ async function send(method: string, path: string, opts: CallOptions): Promise<An
       // Asked again below: the answer (or the failure) is then this request's own.
     }
   }
-  const headers: Record<string, string> = { ...ACCEPT_JSON };
+  const headers: Record<string, string> = { ...opts.headers, ...ACCEPT_JSON };
   if (opts.body !== undefined) headers['content-type'] = 'application/json';
   if (method !== 'GET') {
     const token = csrfToken();

@@ -21,7 +21,21 @@ import type { DeepReport as DeepReportSchema, SystemReport as SystemReportSchema
 import type * as NotificationSchemas from '../../../src/notifications/schemas.ts';
 import type { InvitationPreview as InvitationPreviewSchema, Member } from '../../../src/projects/schemas.ts';
 import type { InvitationPublic, ProjectPublic, Role } from '../../../src/projects/service.ts';
-import type { QueuePublic, TaskDetail as TaskDetailSchema, TaskPage as TaskPageSchema, WorkerPublic } from '../../../src/tasks/schemas.ts';
+import type {
+  Highlight as HighlightSchema,
+  QueuePublic,
+  TaskDetail as TaskDetailSchema,
+  TaskEventPage as TaskEventPageSchema,
+  TaskListItem as TaskListItemSchema,
+  TaskPage as TaskPageSchema,
+  TaskTree as TaskTreeSchema,
+  WorkerDetail as WorkerDetailSchema,
+  WorkerPublic,
+} from '../../../src/tasks/schemas.ts';
+import type * as StatsSchemas from '../../../src/stats/schemas.ts';
+import type { BulkItemPage as BulkItemPageSchema, BulkJobPage as BulkJobPageSchema, BulkJobPublic, CreateBulkJob as CreateBulkJobSchema } from '../../../src/bulk/service.ts';
+import type { BulkDeleteResult as BulkDeleteResultSchema } from '../../../src/bulk/delete.ts';
+import type { PurgeConfirmation as PurgeConfirmationSchema } from '../../../src/commands/operator.ts';
 import type { TaskPublic } from '../../../src/tasks/service.ts';
 import type { TaskState } from '../../../src/tasks/tables.ts';
 import type { UserPublic } from '../../../src/users/service.ts';
@@ -102,3 +116,58 @@ export type SsoConfig = Static<typeof SsoConfigSchema>;
 /** GET /auth/sso/identities: your identities at identity providers. */
 export type LinkedIdentities = Static<typeof LinkedIdentitiesSchema>;
 export type LinkedIdentity = LinkedIdentities['identities'][number];
+
+// --- the task explorer (src/tasks/schemas.ts) ---
+/** A row of GET /tasks: the task, with `q` its matches field by field. */
+export type TaskListItem = Static<typeof TaskListItemSchema>;
+/** One field's search matches: plain text and [start, end) offsets into it (rendered as text nodes). */
+export type Highlight = Static<typeof HighlightSchema>;
+/** GET /tasks/{engine}/{task_id}/tree. */
+export type TaskTree = Static<typeof TaskTreeSchema>;
+export type TaskTreeNode = TaskTree['nodes'][number];
+/** GET /tasks/{engine}/{task_id}/events: the raw events, keyset-paged. */
+export type TaskEventPage = Static<typeof TaskEventPageSchema>;
+/** GET /workers/{worker}: the worker with its queues and task counts. */
+export type WorkerDetail = Static<typeof WorkerDetailSchema>;
+export const TASK_SORTS = ['created_at', 'received_at', 'started_at', 'finished_at', 'runtime_ms', 'name', 'state'] as const;
+export type TaskSort = (typeof TASK_SORTS)[number];
+export const PRIORITIES = ['critical', 'high', 'normal', 'low'] as const;
+
+// --- statistics (src/stats/schemas.ts) ---
+export type StatsWindow = StatsSchemas.WindowName;
+export const STATS_WINDOWS: readonly StatsWindow[] = ['1h', '6h', '24h', '7d', '30d'];
+/** GET /projects/{slug}/stats. */
+export type ProjectStats = StatsSchemas.ProjectStats;
+export type AttentionItem = StatsSchemas.AttentionItem;
+export type FailingTask = ProjectStats['failing_tasks'][number];
+/** GET /projects/{slug}/trends. */
+export type Trends = StatsSchemas.Trends;
+export type TrendPoint = Trends['points'][number];
+/** GET /home. */
+export type HomeSummary = StatsSchemas.HomeSummary;
+export type HomeProject = HomeSummary['projects'][number];
+/** GET /projects/{slug}/failure-groups and a group's failed tasks. */
+export type FailureGroups = StatsSchemas.FailureGroups;
+export type FailureGroup = FailureGroups['groups'][number];
+export type FailedTaskPage = StatsSchemas.FailedTaskPage;
+
+// --- bulk jobs, bulk delete and the purge confirmation (src/bulk, src/commands/operator.ts) ---
+export type BulkJob = BulkJobPublic;
+export type BulkJobPage = BulkJobPageSchema;
+export type BulkItemPage = BulkItemPageSchema;
+export type BulkItem = BulkItemPage['items'][number];
+export type BulkDeleteResult = BulkDeleteResultSchema;
+/** POST /bulk-jobs: a retry over a filter of GET /tasks's fields plus task_ids (frozen at creation). */
+export type CreateBulkJob = CreateBulkJobSchema;
+export type BulkFilter = CreateBulkJob['filter'];
+export type PurgeConfirmation = PurgeConfirmationSchema;
+
+// Schedules (src/schedules/schemas.ts): the inventory, fires, misfires and the next runs in two zones.
+import type * as ScheduleSchemas from '../../../src/schedules/schemas.ts';
+export type Schedule = Static<typeof ScheduleSchemas.SchedulePublic>;
+export type SchedulePage = Static<typeof ScheduleSchemas.SchedulePage>;
+export type ScheduleFire = Static<typeof ScheduleSchemas.FirePublic>;
+export type ScheduleMisfireList = Static<typeof ScheduleSchemas.MisfireList>;
+export type ScheduleControl = Static<typeof ScheduleSchemas.ControlResult>;
+export type ScheduleUpcoming = Static<typeof ScheduleSchemas.UpcomingList>;
+export type ProjectScheduleTimezone = Static<typeof ScheduleSchemas.ProjectTimezone>;

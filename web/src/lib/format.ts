@@ -64,3 +64,31 @@ export function duration(ms: number | null | undefined): string {
   const s = Math.round(ms / 1000);
   return `${Math.floor(s / 60)} min ${s % 60} s`;
 }
+
+/** A whole number with thousands separated: `12,345` (by hand, see above). */
+export function thousands(n: number): string {
+  const sign = n < 0 ? '-' : '';
+  return sign + String(Math.round(Math.abs(n))).replace(/\B(?=(\d{3})+(?!\d))/g, ',');
+}
+
+/** A share (0..1) as a percentage: `4.2 %`, `0 %`, `-` when there is none. */
+export function percent(rate: number | null | undefined): string {
+  if (rate === null || rate === undefined || !Number.isFinite(rate)) return '-';
+  const p = rate * 100;
+  return `${p === 0 || p >= 10 ? Math.round(p) : p.toFixed(1)} %`;
+}
+
+/** A small rate: `12`, `3.4`, `0.05`. */
+export function decimal(n: number): string {
+  if (n === 0) return '0';
+  if (Math.abs(n) >= 100) return thousands(n);
+  if (Math.abs(n) >= 10) return n.toFixed(0);
+  if (Math.abs(n) >= 1) return n.toFixed(1).replace(/\.0$/, '');
+  return n.toPrecision(1);
+}
+
+/** The local date and time of day (`03-01 14:05`), for axes spanning days. */
+export const dayTime = (iso: string): string => {
+  const at = Date.parse(iso);
+  return Number.isNaN(at) ? iso : localTime(at).slice(5);
+};

@@ -112,6 +112,8 @@ interface TextFieldProps {
   maxLength?: number;
   min?: number;
   max?: number;
+  /** A <datalist> of suggestions, by id. */
+  list?: string;
 }
 
 /** Label, input, hint and the server's message for this field (by its name, e.g. `/password`). */

@@ -17,6 +17,12 @@ export function PagedSection<T>(props: {
   row: (item: T) => ComponentChildren;
   /** More header buttons beside Refresh. */
   actions?: ComponentChildren;
+  /** Replaces the row of column names (ui/table.tsx). */
+  head?: ComponentChildren;
+  /** Above the table, below the title (a bulk action bar). */
+  before?: ComponentChildren;
+  /** How the rows are ordered, for "there are more" (default: newest first). */
+  orderNote?: string;
 }) {
   const p = props.paged;
   return (
@@ -33,6 +39,7 @@ export function PagedSection<T>(props: {
         )
       }
     >
+      {props.before}
       {!p.loaded ? (
         <p class="muted" aria-busy="true">
           Loading…
@@ -44,10 +51,12 @@ export function PagedSection<T>(props: {
             !p.error && props.empty
           ) : (
             <>
-              <Table columns={props.columns}>{p.items.map(props.row)}</Table>
+              <Table columns={props.columns} head={props.head}>
+                {p.items.map(props.row)}
+              </Table>
               <div class="actions">
                 <span class="muted small" role="status">
-                  {`Showing ${plural(p.items.length, props.what)}${p.hasMore ? ', newest first; there are more' : ''}.`}
+                  {`Showing ${plural(p.items.length, props.what)}${p.hasMore ? `, ${props.orderNote ?? 'newest first'}; there are more` : ''}.`}
                 </span>
                 {p.hasMore && (
                   <button type="button" class="secondary" onClick={() => void p.more()} disabled={p.loadingMore}>

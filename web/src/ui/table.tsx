@@ -3,17 +3,19 @@ import type { ComponentChildren } from 'preact';
 import type { Resource } from '../lib/use-resource.ts';
 import { Loaded } from './bits.tsx';
 
-export function Table(props: { columns: string[]; children: ComponentChildren }) {
+/** `head` replaces the row of column names (sortable headers, a select-all box). */
+export function Table(props: { columns: string[]; children: ComponentChildren; head?: ComponentChildren }) {
   return (
     <div class="table-wrap">
       <table>
         <thead>
           <tr>
-            {props.columns.map((c) => (
-              <th key={c} scope="col">
-                {c}
-              </th>
-            ))}
+            {props.head ??
+              props.columns.map((c) => (
+                <th key={c} scope="col">
+                  {c}
+                </th>
+              ))}
           </tr>
         </thead>
         <tbody>{props.children}</tbody>

@@ -10,7 +10,7 @@ import { BackLink, Facts, Loaded, Section, Time } from '../../ui/bits.tsx';
 import { JsonBlock } from '../../ui/json.tsx';
 import { COMMAND_ENDED, CommandStatusBadge } from '../../ui/status.tsx';
 import type { ProjectPageProps } from './sections.ts';
-import { taskHref } from './tasks.tsx';
+import { taskHref } from './task-link.ts';
 import { projectPath } from './requests.ts';
 import { useAgents } from './use-agents.ts';
 

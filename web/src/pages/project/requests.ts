@@ -7,12 +7,22 @@ export const projectPath = (slug: string): string => `/projects/${encodeURICompo
 
 /** A page of tasks: two screens; bigger pages take longer to lay out before anything shows (docs/benchmarks.md). */
 export const TASK_PAGE = 50;
-export const TASK_FILTERS = ['state', 'name', 'queue', 'worker', 'since', 'until'] as const;
+/** The filter form's fields (the search first), in the page's address as in the API's query. */
+export const TASK_FILTERS = ['q', 'state', 'priority', 'engine', 'name', 'queue', 'worker', 'since', 'until'] as const;
+/** The list's query: the filters and the sort (column headers). */
+export const TASK_QUERY = [...TASK_FILTERS, 'sort', 'order'] as const;
 const COMMAND_PAGE = 50;
 
-/** The task filters in a page address's query. */
+/** The task filters and sort in a page address's query. */
 export const taskFilters = (query: Record<string, string | undefined>): Query =>
-  Object.fromEntries(TASK_FILTERS.map((k) => [k, query[k] || undefined]));
+  Object.fromEntries(TASK_QUERY.map((k) => [k, query[k] || undefined]));
+
+/** The statistics windows (src/stats/schemas.ts), named here too: index.html's script imports this file. */
+const WINDOWS = ['1h', '6h', '24h', '7d', '30d'];
+export const windowOf = (query: Record<string, string | undefined>): string =>
+  WINDOWS.includes(query.window ?? '') ? query.window! : '24h';
+export const statsGet = (slug: string, window: string): ApiGet => [`${projectPath(slug)}/stats`, { window }];
+export const trendsGet = (slug: string, window: string): ApiGet => [`${projectPath(slug)}/trends`, { window }];
 
 export const agentsGet = (slug: string): ApiGet => [`${projectPath(slug)}/agents`];
 export const reportedGet = (slug: string, what: 'workers' | 'queues'): ApiGet => [`${projectPath(slug)}/${what}`];
@@ -27,7 +37,7 @@ export const commandsGet = (slug: string, status: string | undefined, cursor: st
 
 /** What each list page of a project asks for first, by the section in its address ('' is the overview). */
 const OPENING = new Map<string, (slug: string, query: Record<string, string>) => ApiGet[]>([
-  ['', (slug) => [agentsGet(slug)]],
+  ['', (slug, q) => [agentsGet(slug), statsGet(slug, windowOf(q)), trendsGet(slug, windowOf(q))]],
   ['agents', (slug) => [agentsGet(slug)]],
   ['tasks', (slug, q) => [tasksGet(slug, taskFilters(q), null)]],
   ['commands', (slug, q) => [agentsGet(slug), commandsGet(slug, q.status, null)]],

@@ -35,6 +35,14 @@ export interface ProjectSection {
 // notification channels too, now and then).
 const ProjectMembers = lazyPage(() => import('./members.tsx').then((m) => m.ProjectMembers));
 const ProjectNotifications = lazyPage(() => import('./notifications.tsx').then((m) => m.ProjectNotifications));
+// The task explorer's pages an investigation opens now and then: failure groups, bulk jobs, dead letters, a worker.
+const ProjectFailures = lazyPage(() => import('./failures.tsx').then((m) => m.ProjectFailures));
+const ProjectBulkJobs = lazyPage(() => import('./bulk-jobs.tsx').then((m) => m.ProjectBulkJobs));
+const ProjectDeadLetters = lazyPage(() => import('./dead-letters.tsx').then((m) => m.ProjectDeadLetters));
+const WorkerDetail = lazyPage(() => import('./worker-detail.tsx').then((m) => m.WorkerDetail));
+// Schedules: their next runs, controls, fire history and misfires.
+const ProjectSchedules = lazyPage(() => import('./schedules.tsx').then((m) => m.ProjectSchedules));
+const ScheduleDetail = lazyPage(() => import('./schedule-detail.tsx').then((m) => m.ScheduleDetail));
 
 export const PROJECT_SECTIONS: ProjectSection[] = [
   { path: '', label: 'Overview', component: ProjectOverview },
@@ -42,10 +50,16 @@ export const PROJECT_SECTIONS: ProjectSection[] = [
   { path: 'agents/:agent_id', title: 'Agent', component: AgentDetail },
   { path: 'tasks', label: 'Tasks', component: ProjectTasks },
   { path: 'tasks/:engine/:task_id', title: 'Task', component: TaskDetail },
+  { path: 'failures', label: 'Failure groups', component: ProjectFailures },
+  { path: 'bulk-jobs', label: 'Bulk jobs', component: ProjectBulkJobs },
   { path: 'commands', label: 'Commands', component: ProjectCommands },
   { path: 'commands/:command_id', title: 'Command', component: CommandDetail },
   { path: 'workers', label: 'Workers', component: ProjectWorkers },
+  { path: 'workers/:worker', title: 'Worker', component: WorkerDetail },
   { path: 'queues', label: 'Queues', component: ProjectQueues },
+  { path: 'schedules', label: 'Schedules', component: ProjectSchedules },
+  { path: 'schedules/:schedule_id', title: 'Schedule', component: ScheduleDetail },
+  { path: 'dead-letters', label: 'Dead letters', minRole: 'operator', component: ProjectDeadLetters },
   { path: 'notifications', label: 'Notifications', component: ProjectNotifications },
   { path: 'members', label: 'Members', minRole: 'admin', component: ProjectMembers },
 ];

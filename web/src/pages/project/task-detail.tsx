@@ -1,5 +1,6 @@
-// /projects/:slug/tasks/:engine/:task_id: one task as the agents reported it: state and timings, arguments,
-// result or exception with its traceback, the event timeline, and the commands aimed at it.
+// /projects/:slug/tasks/:engine/:task_id: one task as the agents reported it: state and timings, the tree of
+// its chain, group or chord, arguments, result or exception with its traceback, the event timeline, its raw
+// events, and the commands aimed at it.
 import { api } from '../../api/client.ts';
 import type { TaskDetail as Detail } from '../../api/types.ts';
 import { duration } from '../../lib/format.ts';
@@ -10,9 +11,13 @@ import { JsonBlock } from '../../ui/json.tsx';
 import { TaskStateBadge } from '../../ui/status.tsx';
 import type { ProjectPageProps } from './sections.ts';
 import { TaskCommands } from './task-commands.tsx';
-import { taskHref } from './tasks.tsx';
+import { LAZY_FAILED, useLazy } from '../../ui/use-lazy.ts';
 import { projectPath } from './requests.ts';
+import { taskHref } from './task-link.ts';
 import { useAgents } from './use-agents.ts';
+
+/** The tree and the raw events: a chunk fetched while the task is asked for (ui/use-lazy.ts). */
+const loadTree = () => import('./task-tree.tsx');
 
 function TaskFacts(props: { slug: string; task: Detail }) {
   const t = props.task;
@@ -73,6 +78,7 @@ export function TaskDetail({ project, params }: ProjectPageProps) {
   const task = useResource(() => api.get<Detail>(path), [path]);
   useLive(project.slug, ['task'], (e) => concerns(e, params.task_id) && task.reload());
   const agents = useAgents(project.slug);
+  const tree = useLazy(loadTree);
   return (
     <div class="stack">
       <BackLink href={`/projects/${project.slug}/tasks`}>All tasks</BackLink>
@@ -85,6 +91,8 @@ export function TaskDetail({ project, params }: ProjectPageProps) {
             >
               <TaskFacts slug={project.slug} task={t} />
             </Section>
+            {tree.value && <tree.value.TaskTreeSection slug={project.slug} engine={t.engine} taskId={t.task_id} path={path} />}
+            {tree.failed && <p class="notice error">{LAZY_FAILED}</p>}
             {agents.data && <TaskCommands project={project} task={t} agents={agents.data} nameOf={agents.nameOf} />}
             {(t.exception || t.traceback) && (
               <Section title="Exception">
@@ -114,6 +122,7 @@ export function TaskDetail({ project, params }: ProjectPageProps) {
             <Section title={`Events (${t.events.length})`}>
               <Timeline task={t} nameOf={agents.nameOf} />
             </Section>
+            {tree.value && <tree.value.RawEvents path={path} count={t.events.length} nameOf={agents.nameOf} />}
           </>
         )}
       </Loaded>

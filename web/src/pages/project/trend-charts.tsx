@@ -1,0 +1,69 @@
+// The trend charts of the overview (a chunk of its own there, see overview.tsx) and of home: tasks finished and
+// failed a minute, the failure rate, and run time, per bucket of one window.
+import type { Trends } from '../../api/types.ts';
+import { decimal, duration, percent } from '../../lib/format.ts';
+import { Empty } from '../../ui/bits.tsx';
+import { TimeChart, type Series } from '../../ui/charts.tsx';
+
+/** What the charts draw, bucket by bucket: one project's trend, or several summed (home). */
+export interface ChartData {
+  /** Bucket starts (ISO), oldest first. */
+  times: string[];
+  bucketSeconds: number;
+  finished: number[];
+  failed: number[];
+  succeeded: number[];
+  /** The run-time lines: a project's p95 and p50, or the p95 of each of several projects. */
+  runtime: Series[];
+}
+
+/** One project's trend as the charts draw it. */
+export const chartDataOf = (t: Trends): ChartData => ({
+  times: t.points.map((p) => p.t),
+  bucketSeconds: t.bucket_seconds,
+  finished: t.points.map((p) => p.finished),
+  failed: t.points.map((p) => p.failed),
+  succeeded: t.points.map((p) => p.succeeded),
+  runtime: [
+    { label: 'p95', tone: 'warn', values: t.points.map((p) => p.runtime_p95_ms) },
+    { label: 'p50', tone: 'accent', values: t.points.map((p) => p.runtime_p50_ms) },
+  ],
+});
+
+/** The three charts; `scope` ends their titles (", all projects") and `testIds` prefixes their test ids. */
+export function TrendCharts(props: { data: ChartData; scope?: string; runtimeTitle?: string; testIds?: string }) {
+  const d = props.data;
+  if (d.finished.every((n) => n === 0))
+    return (
+      <Empty title="Nothing finished in this window">
+        <p>The charts fill in as agents report tasks. Pick a longer window to look further back.</p>
+      </Empty>
+    );
+  const minutes = d.bucketSeconds / 60;
+  const common = { times: d.times, days: d.bucketSeconds >= 3600 };
+  const id = (name: string) => `${props.testIds ?? ''}chart-${name}`;
+  return (
+    <div class="charts">
+      <TimeChart
+        {...common}
+        title={`Tasks finished a minute${props.scope ?? ''}`}
+        testId={id('throughput')}
+        format={decimal}
+        series={[
+          { label: 'finished', tone: 'accent', values: d.finished.map((n) => n / minutes) },
+          { label: 'failed', tone: 'bad', values: d.failed.map((n) => n / minutes) },
+        ]}
+      />
+      <TimeChart
+        {...common}
+        title={`Failure rate${props.scope ?? ''}`}
+        testId={id('failure-rate')}
+        format={percent}
+        series={[{ label: 'failure rate', tone: 'bad', values: d.failed.map((f, i) => (f + d.succeeded[i]! === 0 ? null : f / (f + d.succeeded[i]!))) }]}
+      />
+      {d.runtime.length > 0 && (
+        <TimeChart {...common} title={props.runtimeTitle ?? 'Run time'} testId={id('runtime')} format={duration} series={d.runtime} />
+      )}
+    </div>
+  );
+}
