@@ -7,13 +7,18 @@
 // the way the router reads them (content-derived ids) before the clock starts.
 // --stored=N: N events are stored first, untimed, through the same path (how
 // the cost grows with the database).
+// Besides the wall clock of the transactions it prints this process's CPU per
+// event (cpu_us_per_event, upload set-up included) and, on PostgreSQL, the CPU
+// of the server processes serving the bench's database (server_cpu_us_per_event):
+// on a machine shared with other work these move less than the wall clock.
 import { readEvents, storeEventBatches } from '../src/ingest/service.ts';
 import { nowIso, nowMicros } from '../src/lib/clock.ts';
 import { loadConfig } from '../src/config/load.ts';
 import { openConfiguredDatabase } from '../src/server/compose.ts';
 import type { PlainObject } from '../src/transport/json-convert.ts';
 import { taskEvent } from '../tests/helpers/test-agent.ts';
-import { dialectName, freshBench, seedAgents } from './lib/setup.ts';
+import { sql } from 'drizzle-orm';
+import { dialectName, freshBench, procStats, seedAgents } from './lib/setup.ts';
 
 const args = process.argv.slice(2).filter((a) => !a.startsWith('--'));
 const events = Number(args[0] ?? 40_000);
@@ -40,8 +45,9 @@ function upload() {
 }
 
 /** Stores `count` events, a transaction per PER_TRANSACTION; returns the milliseconds spent in transactions. */
-async function store(count: number): Promise<number> {
+async function store(count: number): Promise<{ ms: number; cpuMicros: number }> {
   let spent = 0;
+  const cpu0 = process.cpuUsage();
   for (let done = 0; done < count; done += PER_TRANSACTION) {
     const uploads = Array.from({ length: UPLOADS }, upload);
     const t0 = performance.now();
@@ -50,11 +56,28 @@ async function store(count: number): Promise<number> {
     });
     spent += performance.now() - t0;
   }
-  return spent;
+  const cpu = process.cpuUsage(cpu0);
+  // This process's CPU (the bench's setup of each upload included) moves less with the machine's load than the wall clock.
+  return { ms: spent, cpuMicros: cpu.user + cpu.system };
+}
+
+/** PostgreSQL: CPU microseconds the server's processes serving this database have used (the server
+ * runs on this machine; its work is most of the store path's there, and the wall clock moves with
+ * the load of other processes more than CPU time does). */
+async function serverCpuMicros(): Promise<Map<number, number>> {
+  const out = new Map<number, number>();
+  if (dialectName !== 'postgres') return out;
+  const pids = await db.all<{ pid: number }>(sql`SELECT pid FROM pg_stat_activity WHERE datname = current_database()`);
+  for (const { pid } of pids) out.set(pid, procStats(pid).cpuSeconds * 1_000_000);
+  return out;
 }
 
 await store(storedFirst);
-const ms = await store(events);
+const server0 = await serverCpuMicros();
+const { ms, cpuMicros } = await store(events);
+const server1 = await serverCpuMicros();
+let serverMicros = 0;
+for (const [pid, at] of server1) serverMicros += at - (server0.get(pid) ?? 0);
 await db.close();
 await bench.dropDatabase();
 console.log(
@@ -65,5 +88,7 @@ console.log(
     events,
     us_per_event: Number(((ms * 1000) / events).toFixed(1)),
     events_per_second: Math.round(events / (ms / 1000)),
+    cpu_us_per_event: Number((cpuMicros / events).toFixed(1)),
+    ...(dialectName === 'postgres' ? { server_cpu_us_per_event: Number((serverMicros / events).toFixed(1)) } : {}),
   }),
 );

@@ -28,7 +28,6 @@ import {
   commandCounts,
   emptyTotals,
   failedTasksPage,
-  failedTaskKeys,
   failureGroupsByKey,
   groupNameCounts,
   groupSeries,
@@ -536,8 +535,3 @@ export async function failureGroupTasks(
     next_cursor: rows.length > limit ? encodeCursor(page[page.length - 1]!) : null,
   };
 }
-
-/** The (engine, task id) pairs of a group's failed tasks, newest failure first: what a "retry this group" bulk
- * job freezes (docs/tasks-stats.md). `since`/`until` bound the failure time. */
-export const failedTasksOfGroup = (ex: Executor, projectId: string, groupKey: string, o: { since?: string; until?: string; limit: number }) =>
-  failedTaskKeys(ex, projectId, groupKey, o);
