@@ -4,8 +4,11 @@
 // svc activates each scheduler agent's external-schedule stream; the
 // schedules the adapters then report appear in svc's API. Trigger-now from
 // svc runs the task on the worker (a beat entry due only hourly, so the run
-// seen is the triggered one); disable from svc pauses the rq-scheduler job in
-// Redis (the scheduler's own next snapshot says so, and its runs stop). A beat
+// seen is the triggered one); disable from svc reaches the beat agent, which
+// refuses it for a static beat_schedule entry (read-only to z4j-celerybeat),
+// and beat's next snapshot restores the entry; disable from svc pauses the
+// rq-scheduler job in Redis (the scheduler's own next snapshot says so, and
+// its runs stop); trigger-now enqueues an rq job the worker runs. A beat
 // stopped past the grace produces a misfire row, a `scheduler.misfire_detected`
 // audit row, a schedule.misfired inbox row and a line of `svc misfires` (the
 // binary run against the test service's own installation).
@@ -111,6 +114,25 @@ describe('Celery beat (z4j-celerybeat)', () => {
     // The next run did not move.
     expect((await world.api.call('GET', `/api/v1/projects/default/schedules/${hourly.id}`)).body.next_run_at).toBe(hourly.next_run_at);
   }, 60_000);
+
+  test('disable from svc reaches the beat agent, which refuses it for a static beat_schedule entry; the next snapshot says what beat holds', async () => {
+    // z4j-celerybeat can toggle entries only in a writable source (django-celery-beat's tables); the
+    // static beat_schedule of a plain Celery app is read-only. svc flips its record at once and sends
+    // schedule.disable; the agent's answer and the scheduler's own next snapshot are what count.
+    const add = (await schedulesOf('celery-beat')).find((r) => r.name === 'interop-beat-add');
+    const res = await world.api.call('POST', `/api/v1/projects/default/schedules/${add.id}/disable`);
+    expect(res.status).toBe(200);
+    expect(res.body.schedule.is_enabled).toBe(false);
+    const cmd = await world.waitForCommand(cells.beat!.proc, res.body.command_id);
+    expect(cmd).toMatchObject({ status: 'failed', action: 'schedule.disable', agent_id: cells.beat!.agentId });
+    // Addressed by the scheduler's own id of the entry; no writable source holds it.
+    expect(cmd.error).toBe(`could not toggle schedule '${add.external_id}'`);
+    // The beat keeps firing it, and its next snapshot (resync) puts the entry back as enabled.
+    expect((await world.api.call('POST', '/api/v1/projects/default/schedules/resync')).status).toBe(202);
+    await eventually(async () => (await schedulesOf('celery-beat')).find((r) => r.name === 'interop-beat-add')?.is_enabled === true, 20_000, 'the snapshot to report interop-beat-add enabled').catch(withLogs(cells.beat!));
+    const before = await successes('celery', 'interop.beat.add');
+    await eventually(async () => (await successes('celery', 'interop.beat.add')) > before, 20_000, 'interop.beat.add to keep running').catch(withLogs(cells.beat!));
+  }, 60_000);
 });
 
 describe('rq-scheduler (z4j-rqscheduler)', () => {
@@ -149,6 +171,24 @@ describe('rq-scheduler (z4j-rqscheduler)', () => {
     expect((await world.waitForCommand(cells.rq!.proc, on.body.command_id)).status).toBe('completed');
     await eventually(async () => (await taskRuns()) > settled, 20_000, 'interop-rq-tick to run again').catch(withLogs(cells.rq!));
   }, 90_000);
+
+  test('trigger now from svc enqueues the job at once through rq-scheduler; the worker runs it and the fire is in the history', async () => {
+    const add = (await schedulesOf('rq-scheduler')).find((r) => r.external_id === 'interop-rq-add');
+    const res = await world.api.call('POST', `/api/v1/projects/default/schedules/${add.id}/trigger`);
+    expect(res.status).toBe(202);
+    const cmd = await world.waitForCommand(cells.rq!.proc, res.body.command_id);
+    expect(cmd).toMatchObject({ status: 'completed', action: 'schedule.trigger_now', agent_id: cells.rq!.agentId });
+    // The adapter names the job it enqueued: a job of its own, run by the worker (the RQ agent reports
+    // jobs.add(2, 3) by its description; it sends no return values).
+    const taskId = cmd.result?.task_id as string;
+    expect(taskId).toBeTruthy();
+    expect(taskId).not.toBe('interop-rq-add');
+    const task = await world.waitForTask(cells.rq!.worker, 'rq', taskId, 'success', { name: 'jobs.add' });
+    expect(task.events.find((e: any) => e.kind === 'task.succeeded')?.payload.description).toBe('jobs.add(2, 3)');
+    await eventually(async () => (await world.api.call('GET', `/api/v1/projects/default/schedules/${add.id}/fires`)).body[0]?.status === 'succeeded', 10_000, 'the fire to succeed');
+    const fires = (await world.api.call('GET', `/api/v1/projects/default/schedules/${add.id}/fires`)).body;
+    expect(fires[0]).toMatchObject({ action: 'schedule.trigger_now', command_id: res.body.command_id, task_id: taskId });
+  }, 60_000);
 });
 
 describe('misfires', () => {
