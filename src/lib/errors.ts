@@ -21,3 +21,12 @@ export function describeError(e: unknown): { message: string; code?: string; que
     ...(err.stack ? { stack: err.stack } : {}),
   };
 }
+
+/** A unique-constraint violation on either dialect (PostgreSQL 23505, SQLite's UNIQUE constraint), however wrapped. */
+export function isUniqueViolation(e: unknown): boolean {
+  for (let c: unknown = e; c; c = (c as { cause?: unknown }).cause) {
+    const code = (c as { code?: unknown }).code;
+    if (code === '23505' || code === 'SQLITE_CONSTRAINT_UNIQUE' || /UNIQUE constraint failed/.test(String((c as { message?: unknown }).message))) return true;
+  }
+  return false;
+}

@@ -58,7 +58,8 @@ const newInvitation = async () => (await admin.call('POST', '/api/v1/projects/de
 type Expect = Partial<Record<Actor, number>> & { rest: number };
 interface Row {
   name: string;
-  request: () => Promise<{ method: string; path: string; opts?: CallOptions }>;
+  /** The request `actor` makes (most rows ignore who asks; per-user rows make the caller's own target). */
+  request: (actor: Actor) => Promise<{ method: string; path: string; opts?: CallOptions }>;
   expect: Expect;
 }
 
@@ -96,6 +97,15 @@ const schedules = '/api/v1/projects/default/schedules';
 const scheduleBody = () => ({ name: 'matrix', engine: 'celery', kind: 'interval', expression: '60', task_name: 'app.tasks.matrix' });
 const newSchedule = async () => (await admin.call('POST', schedules, { body: { ...scheduleBody(), name: `s-${uniq()}` } })).body.id as string;
 const scheduleOperator = (ok: number): Expect => ({ anonymous: 401, viewer: 403, other_project: 404, key_without_scope: 403, rest: ok });
+
+/** Saved views: every member keeps their own; keys read them with tasks:read and never write (session only). */
+const savedViews = '/api/v1/projects/default/saved-views';
+const ownViewWrite = (ok: number): Expect => ({ anonymous: 401, other_project: 404, key_with_scope: 403, key_without_scope: 403, rest: ok });
+/** A view of the caller's own in the default project (the administrator's for callers without a member session). */
+const newOwnView = async (actor: Actor) => {
+  const who = actor === 'other_project' || !browsers[actor] ? admin : browsers[actor]!;
+  return (await who.call('POST', savedViews, { body: { page: 'tasks', name: `v-${uniq()}`, query: 'state=failure' } })).body.id as string;
+};
 
 const ROWS: Row[] = [
   // users
@@ -255,7 +265,19 @@ const ROWS: Row[] = [
   { name: 'POST /projects/{slug}/schedules/{id}/enable', request: async () => ({ method: 'POST', path: `${schedules}/${await newSchedule()}/enable` }), expect: scheduleOperator(200) },
   { name: 'POST /projects/{slug}/schedules/{id}/disable', request: async () => ({ method: 'POST', path: `${schedules}/${await newSchedule()}/disable` }), expect: scheduleOperator(200) },
   // svc's own schedule: the fire is buffered (no agent runs its engine), 202.
-  { name: 'POST /projects/{slug}/schedules/{id}/trigger', request: async () => ({ method: 'POST', path: `${schedules}/${await newSchedule()}/trigger` }), expect: scheduleOperator(202) },
+  { name: 'POST /projects/{slug}/schedules/{id}/trigger', request: async () => ({ method: 'POST', path: `${schedules}/${await newSchedule()}/trigger` }), expect: scheduleOperator(202) },  // saved views (each caller's own)
+  { name: 'GET /projects/{slug}/saved-views', request: async () => ({ method: 'GET', path: `${savedViews}?page=tasks` }), expect: taskRead },
+  {
+    name: 'POST /projects/{slug}/saved-views',
+    request: async () => ({ method: 'POST', path: savedViews, opts: { body: { page: 'tasks', name: `v-${uniq()}`, query: 'sort=name&order=asc' } } }),
+    expect: ownViewWrite(201),
+  },
+  {
+    name: 'PATCH /projects/{slug}/saved-views/{id}',
+    request: async (actor) => ({ method: 'PATCH', path: `${savedViews}/${await newOwnView(actor)}`, opts: { body: { name: `r-${uniq()}` } } }),
+    expect: ownViewWrite(200),
+  },
+  { name: 'DELETE /projects/{slug}/saved-views/{id}', request: async (actor) => ({ method: 'DELETE', path: `${savedViews}/${await newOwnView(actor)}` }), expect: ownViewWrite(200) },
 ];
 
 describe('role matrix', () => {
@@ -264,7 +286,7 @@ describe('role matrix', () => {
       const got: Record<string, number> = {};
       const want: Record<string, number> = {};
       for (const actor of ACTORS) {
-        const { method, path, opts } = await row.request();
+        const { method, path, opts } = await row.request(actor);
         const res = await call(actor, method, path, opts);
         got[actor] = res.status;
         want[actor] = row.expect[actor] ?? row.expect.rest;

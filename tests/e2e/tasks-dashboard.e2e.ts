@@ -1,13 +1,13 @@
 // The task dashboard in a real browser against the compiled dist/svc: the overview's key figures and charts, the
 // home across projects, search with highlighted matches (rendered as text, never HTML), sortable columns and a
-// saved view, CSV export of the filter, row selection and a bulk retry with its progress, bulk delete, failure
+// saved view (kept by svc: it shows in a fresh browser context of the same user), CSV export of the filter, row selection and a bulk retry with its progress, bulk delete, failure
 // groups and "retry this group", the task tree and raw events, the Ctrl-K palette, worker actions, a queue purge
 // with its confirm token, dead letters, and a viewer who sees no action. Its own installation: first boot and MFA
 // enrolment go through the API; a long-poll test agent uploads the tasks, a WebSocket test agent (its hello
 // advertises celery's actions) answers every command the dashboard causes.
 import { expect, test, type BrowserContext, type Locator, type Page } from '@playwright/test';
 import { readFileSync } from 'node:fs';
-import { csrfHeaders, firstAdmin, nav, screenshot } from './browser.ts';
+import { csrfHeaders, firstAdmin, nav, screenshot, signIn, totpOf } from './browser.ts';
 import { taskEvent, TestAgent, type WsAgent } from './node-agent.ts';
 import { startSvc, type Svc } from './svc.ts';
 
@@ -20,6 +20,7 @@ let svc: Svc;
 let context: BrowserContext;
 let page: Page;
 let projectId = '';
+let totpSecret = '';
 let lp: TestAgent; // uploads the tasks and heartbeats
 let ws: WsAgent; // answers the commands
 const answered: { action: string; payload: Record<string, unknown>; params: Record<string, unknown> }[] = [];
@@ -135,7 +136,7 @@ test.beforeAll(async ({ browser }) => {
   svc = await startSvc();
   context = await browser.newContext({ baseURL: svc.url, acceptDownloads: true });
   page = await context.newPage();
-  await firstAdmin(page, svc.setupUrl, ADMIN);
+  totpSecret = await firstAdmin(page, svc.setupUrl, ADMIN);
   projectId = (await (await page.request.get('/api/v1/projects/default')).json()).id;
 
   lp = await mintAgent('uploader');
@@ -302,9 +303,47 @@ test('sortable columns, and a saved view that brings filters and sort back', asy
   await expect(page).toHaveURL(/state=success&sort=runtime_ms&order=desc/);
   await expect(bodyRows(tasks).first()).toContainText('app.tasks.slow');
   await expect(bodyRows(tasks)).toHaveCount(TASK_COUNT - 7);
-  // Kept in this browser: still there after a reload.
+  // Kept by svc: still there after a reload.
   await page.reload();
   await expect(views.getByRole('link', { name: 'Slowest successes' })).toBeVisible();
+});
+
+test('a saved view follows the user to another browser; views an older dashboard kept in the browser are uploaded once', async ({ browser }) => {
+  const other = await browser.newContext({ baseURL: svc.url });
+  try {
+    const tab = await other.newPage();
+    await tab.goto('/projects/default/tasks');
+    await expect(tab).toHaveURL(/\/login\?next=/);
+    await signIn(tab, ADMIN, () => totpOf(totpSecret));
+    await expect(tab).toHaveURL(/\/projects\/default\/tasks$/);
+    const views = tab.getByRole('navigation', { name: 'Saved views' });
+    await views.getByRole('link', { name: 'Slowest successes' }).click();
+    await expect(tab).toHaveURL(/state=success&sort=runtime_ms&order=desc/);
+    await expect(bodyRows(table('Tasks', tab))).toHaveCount(TASK_COUNT - 7);
+
+    // What this browser kept before svc stored views: uploaded on the next load, then gone from the browser.
+    const me = await (await tab.request.get('/api/v1/auth/me')).json();
+    const legacy = `svc.views.${me.id}.default`;
+    await tab.evaluate(
+      ([key]) => localStorage.setItem(key!, JSON.stringify([{ name: 'Old failures', query: 'state=failure' }, { name: 'Slowest successes', query: 'state=retry' }])),
+      [legacy],
+    );
+    await tab.goto('/projects/default/tasks');
+    await expect(views.getByRole('link', { name: 'Old failures' })).toHaveAttribute('href', '/projects/default/tasks?state=failure');
+    // A name svc already had keeps svc's view.
+    await expect(views.getByRole('link', { name: 'Slowest successes' })).toHaveAttribute('href', /state=success/);
+    expect(await tab.evaluate(([key]) => localStorage.getItem(key!), [legacy])).toBeNull();
+
+    // Deleted here, gone in the first browser too.
+    await views.getByRole('button', { name: 'Delete view Old failures' }).click();
+    await expect(views.getByRole('link', { name: 'Old failures' })).toHaveCount(0);
+  } finally {
+    await other.close();
+  }
+  await page.goto('/projects/default/tasks');
+  const views = page.getByRole('navigation', { name: 'Saved views' });
+  await expect(views.getByRole('link', { name: 'Slowest successes' })).toBeVisible();
+  await expect(views.getByRole('link', { name: 'Old failures' })).toHaveCount(0);
 });
 
 /** Cells of a CSV (RFC 4180: quoted cells with "" inside and line breaks). */

@@ -39,6 +39,7 @@ import type { PurgeConfirmation as PurgeConfirmationSchema } from '../../../src/
 import type { TaskPublic } from '../../../src/tasks/service.ts';
 import type { TaskState } from '../../../src/tasks/tables.ts';
 import type { UserPublic } from '../../../src/users/service.ts';
+import type { SavedViewPublic } from '../../../src/saved-views/schemas.ts';
 
 export type { Role };
 export type User = UserPublic;
@@ -53,6 +54,8 @@ export type HealthSample = AgentHealthSample;
 export type Command = CommandPublic;
 export type { CommandPage, CommandStatus, TaskState };
 export type Task = TaskPublic;
+/** A saved view of a dashboard page (GET /projects/{slug}/saved-views). */
+export type SavedView = SavedViewPublic;
 export type Worker = Static<typeof WorkerPublic>;
 export type Queue = Static<typeof QueuePublic>;
 

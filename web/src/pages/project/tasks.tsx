@@ -1,7 +1,7 @@
 // /projects/:slug/tasks: what the agents reported about tasks, newest first (by when svc first heard of them)
 // unless a column header sorts it otherwise; full-text search (`q`, matches highlighted from the answer's
 // offsets, as text), filters by state, priority, engine, name, queue, worker and time. The filters and the sort
-// live in the URL, so a view can be linked, saved (saved views, this browser) and exported (CSV, NDJSON: the
+// live in the URL, so a view can be linked, saved (saved views, kept by svc per user) and exported (CSV, NDJSON: the
 // export routes with the same query). Pages of 50 arrive by keyset paging ("Load more" follows next_cursor).
 // Operators select rows for a bulk retry (a durable job whose progress shows here) and project admins may
 // delete the selected tasks from svc.
@@ -21,7 +21,7 @@ import { apiUrl } from '../../api/url.ts';
 import { apiTimeOf, localInputOf } from '../../lib/api-time.ts';
 import { duration } from '../../lib/format.ts';
 import { useLivePaged } from '../../lib/live.ts';
-import { deleteView, saveView, savedViews } from '../../lib/saved-views.ts';
+import { deleteView, saveView, useSavedViews } from '../../lib/saved-views.ts';
 import { usePaged } from '../../lib/use-paged.ts';
 import { useResource } from '../../lib/use-resource.ts';
 import { me } from '../../session.ts';
@@ -293,21 +293,26 @@ function queryString(query: Record<string, string | undefined>): string {
   return params.toString();
 }
 
-/** Saved views of this project in this browser: links to a query, saved and deleted here. */
+/** The user's saved views of this project (kept by svc, in every browser): links to a query, saved and deleted here. */
 function SavedViews(props: { slug: string; current: string }) {
   const { path } = useLocation();
   const user = me.value?.id ?? 'anonymous';
-  const views = savedViews(user, props.slug);
+  const { views, loaded, error } = useSavedViews(user, props.slug);
   return (
     <nav class="views" aria-label="Saved views">
       <span class="muted small">Saved views:</span>
-      {views.length === 0 && <span class="muted small">none yet</span>}
+      {loaded && views.length === 0 && !error && <span class="muted small">none yet</span>}
+      {error && (
+        <span class="muted small" role="alert">
+          {error.message}
+        </span>
+      )}
       {views.map((v) => (
-        <span key={v.name} class="view">
+        <span key={v.id} class="view">
           <a href={v.query ? `${path}?${v.query}` : path} aria-current={v.query === props.current ? 'page' : undefined}>
             {v.name}
           </a>
-          <button type="button" class="link small" aria-label={`Delete view ${v.name}`} title="Delete this view" onClick={() => deleteView(user, props.slug, v.name)}>
+          <button type="button" class="link small" aria-label={`Delete view ${v.name}`} title="Delete this view" onClick={() => void deleteView(user, props.slug, v.id)}>
             ×
           </button>
         </span>
@@ -325,7 +330,7 @@ function SavedViews(props: { slug: string; current: string }) {
           required
           maxLength={60}
           autoFocus
-          hint="The filters, search and sort as they are now; kept in this browser for you (a view with the same name is replaced)."
+          hint="The filters, search and sort as they are now; kept for you in every browser you sign in to (a view with the same name is replaced)."
         />
       </FormDialog>
     </nav>
