@@ -30,8 +30,8 @@ import f0014s from '../../migrations/sqlite/0014_sso.sql' with { type: 'text' };
 import f0014p from '../../migrations/postgres/0014_sso.sql' with { type: 'text' };
 import f0015s from '../../migrations/sqlite/0015_scheduler.sql' with { type: 'text' };
 import f0015p from '../../migrations/postgres/0015_scheduler.sql' with { type: 'text' };
-import f0017s from '../../migrations/sqlite/0017_saved_views.sql' with { type: 'text' };
-import f0017p from '../../migrations/postgres/0017_saved_views.sql' with { type: 'text' };
+import f0016s from '../../migrations/sqlite/0016_saved_views.sql' with { type: 'text' };
+import f0016p from '../../migrations/postgres/0016_saved_views.sql' with { type: 'text' };
 
 export interface MigrationSource {
   revision: string;
@@ -56,5 +56,5 @@ export const MIGRATIONS: MigrationSource[] = [
   { revision: '0013', name: 'schedules', sqlite: f0013s, postgres: f0013p },
   { revision: '0014', name: 'sso', sqlite: f0014s, postgres: f0014p },
   { revision: '0015', name: 'scheduler', sqlite: f0015s, postgres: f0015p },
-  { revision: '0017', name: 'saved_views', sqlite: f0017s, postgres: f0017p },
+  { revision: '0016', name: 'saved_views', sqlite: f0016s, postgres: f0016p },
 ];

@@ -1,4 +1,4 @@
-// The saved_views table (migration 0017). Stores reach it through viewsTable(ex),
+// The saved_views table (migration 0016). Stores reach it through viewsTable(ex),
 // which picks the dialect's variant.
 import type { Executor } from '../db/connect.ts';
 import { col, defineTable } from '../db/define.ts';
