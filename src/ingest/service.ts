@@ -62,8 +62,10 @@ export async function storeEventBatches(
   for (const id of fresh) stored[owner.get(id)!]!++;
   const added = records.filter((r) => fresh.has(r.id));
   if (added.length === 0) return { stored, states: [], added };
-  const { states, storedTaskIds } = await projectEvents(ex, where.projectId, added, now, rowIds.ids);
+  const { states, storedTaskIds, writeShared } = await projectEvents(ex, where.projectId, added, now, rowIds.ids);
   await settleTies(ex, where.projectId, added, rowIds, storedTaskIds);
+  // Last: the rows all uploads of the project share stay locked only from here to the commit.
+  await writeShared();
   return { stored, states, added };
 }
 

@@ -201,8 +201,9 @@ export async function rollupTaskEvents(ex: Executor, projectId: string, records:
       m.bins[binOf(runtime)]!++;
     }
   }
-  await addAggregates(ex, spread(projectId, minutes.values()));
+  // The project's own aggregate rows take every upload's counts: written last, held for the least time.
   await addFailures(ex, [...groups.values()], [...failureRows.values()]);
+  await addAggregates(ex, spread(projectId, minutes.values()));
 }
 
 /** Each task name's minute counts added to its minute row and its hour row, and to the project's ('') two. */

@@ -119,6 +119,26 @@ function workerRow(projectId: string, engine: string, name: string, now: string,
   };
 }
 
+/** A queue's row is shared by every upload of its project that names it: when all an upload says of a queue
+ * is that tasks ran in it (no depth), its last_seen_at is written at most once in QUEUE_TOUCH_MS by each
+ * process. Writing it on every upload made the row's lock the one point all uploads of a project waited
+ * on in turn (bench/replicas.ts: 16 of 20 transactions at once waiting for it on PostgreSQL). A depth
+ * report is always written. last_seen_at is therefore up to this late, per process. */
+const QUEUE_TOUCH_MS = 5000;
+class QueueTouches {
+  private readonly at = new Map<string, number>();
+  /** True when `key` was not touched by this process in QUEUE_TOUCH_MS (and counts it touched now). */
+  due(key: string): boolean {
+    const now = performance.now();
+    const last = this.at.get(key);
+    if (last !== undefined && now - last < QUEUE_TOUCH_MS) return false;
+    if (this.at.size >= 10_000) this.at.clear(); // bounded: forgetting only means one write more
+    this.at.set(key, now);
+    return true;
+  }
+}
+const queueTouches = new QueueTouches();
+
 function queueRow(projectId: string, engine: string, name: string, now: string, pending: number | null): QueueRow {
   return {
     id: crypto.randomUUID(),
@@ -144,6 +164,10 @@ export interface Projected {
   states: TaskState[];
   /** PostgreSQL: the row ids of the tasks written, as stored (see upsertTasks). */
   storedTaskIds: Set<string> | null;
+  /** Writes the rows every upload of the project shares (its queues, its statistics). The caller runs
+   * it last in its transaction: concurrent uploads wait on those rows' locks until the holder commits,
+   * so the less that follows them, the more uploads commit a second (bench/replicas.ts). */
+  writeShared: () => Promise<void>;
 }
 
 /** Projects newly stored events onto tasks, workers and queues. A task not stored
@@ -188,10 +212,13 @@ export async function projectEvents(ex: Executor, projectId: string, records: Ev
   }
   const storedTaskIds = taskRows.size > 0 ? await upsertTasks(ex, inKeyOrder(taskRows)) : null;
   if (workerRows.size > 0) await upsertWorkers(ex, inKeyOrder(workerRows));
-  if (queueRows.size > 0) await upsertQueues(ex, inKeyOrder(queueRows));
-  // Per-minute and per-hour statistics of the same events, in the same transaction (src/stats/rollup.ts).
-  await rollupTaskEvents(ex, projectId, records);
-  return { states, storedTaskIds };
+  const writeShared = async () => {
+    const queues = [...queueRows].filter(([key, row]) => row.pending_count !== null || queueTouches.due(`${projectId}\u0000${key}`));
+    if (queues.length > 0) await upsertQueues(ex, inKeyOrder(new Map(queues)));
+    // Per-minute and per-hour statistics of the same events, in the same transaction (src/stats/rollup.ts).
+    await rollupTaskEvents(ex, projectId, records);
+  };
+  return { states, storedTaskIds, writeShared };
 }
 
 const MAX_HEALTH_KEYS = 256;
