@@ -10,6 +10,8 @@ export const SCOPES = [
   'health:read',
   'notifications:read',
   'notifications:write',
+  'schedules:read',
+  'schedules:write',
   'users:read',
   'admin:*',
 ] as const;

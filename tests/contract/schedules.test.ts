@@ -184,6 +184,23 @@ describe(`schedules on ${testDialect()}`, () => {
     expect((await listed('rq-scheduler')).map((s) => s.name)).toEqual(['a']);
   });
 
+  test('API keys: schedules:read reads, schedules:write controls and defines (within the role of the key\'s owner)', async () => {
+    const s = await newSchedule();
+    const keyWith = async (scopes: string[]) => (await admin.call('POST', '/api/v1/api-keys', { body: { name: `k-${scopes.join('-')}`, scopes } })).body.token as string;
+    const as = (key: string) => ({ headers: { authorization: `Bearer ${key}` } });
+    const reader = await keyWith(['schedules:read']);
+    expect((await svc.call('GET', `${base}/${s.id}`, as(reader))).status).toBe(200);
+    const refused = await svc.call('POST', `${base}/${s.id}/disable`, as(reader));
+    expect(refused.status).toBe(403);
+    expect(refused.body.error).toBe('insufficient_scope');
+    const other = await keyWith(['tasks:read']);
+    expect((await svc.call('GET', base, as(other))).body.error).toBe('insufficient_scope');
+    const writer = await keyWith(['schedules:write']);
+    expect((await svc.call('GET', base, as(writer))).status).toBe(200);
+    expect((await svc.call('POST', `${base}/${s.id}/disable`, as(writer))).body.schedule.is_enabled).toBe(false);
+    expect((await svc.call('PATCH', `${base}/${s.id}`, { ...as(writer), body: { expression: '120' } })).status).toBe(200);
+  });
+
   test("enable / disable / trigger go to an online WebSocket agent advertising the schedule's adapter; none online is a 409", async () => {
     const { c, agent: beat } = await schedulerAgent('celery-beat', [scheduleRow('celery-beat', { name: 'beat-tick', external_id: 'static:abc', source_key: 'static:abc' })]);
     const s = (await listed('celery-beat')).find((x) => x.name === 'beat-tick');

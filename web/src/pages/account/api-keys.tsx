@@ -18,6 +18,8 @@ const SCOPE_TEXT: Record<string, string> = {
   'commands:write': 'issue commands (implies read)',
   'notifications:read': 'read notification channels, subscriptions, the inbox and delivery logs',
   'notifications:write': 'change and test them, mark the inbox read (implies read)',
+  'schedules:read': 'read schedules, their runs, fires and misfires',
+  'schedules:write': 'control schedules (enable, disable, run now) and, as a project admin, define them (implies read)',
   'users:read': 'read users (administrators)',
   'admin:*': 'everything a key may reach (administrators)',
 };
