@@ -132,6 +132,11 @@ export function knownTables(dialect: Db['dialect']): Set<string> {
   for (const m of knownMigrations(dialect)) {
     for (const s of m.statements) {
       for (const match of s.matchAll(/CREATE TABLE (?:IF NOT EXISTS )?"?([a-z0-9_]+)"?/gi)) names.add(match[1]!.toLowerCase());
+      // A table rebuilt under a new name and renamed back (SQLite's way to change a primary key) is one table.
+      for (const match of s.matchAll(/ALTER TABLE "?([a-z0-9_]+)"? RENAME TO "?([a-z0-9_]+)"?/gi)) {
+        names.delete(match[1]!.toLowerCase());
+        names.add(match[2]!.toLowerCase());
+      }
     }
   }
   return names;

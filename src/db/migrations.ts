@@ -32,6 +32,8 @@ import f0015s from '../../migrations/sqlite/0015_scheduler.sql' with { type: 'te
 import f0015p from '../../migrations/postgres/0015_scheduler.sql' with { type: 'text' };
 import f0016s from '../../migrations/sqlite/0016_saved_views.sql' with { type: 'text' };
 import f0016p from '../../migrations/postgres/0016_saved_views.sql' with { type: 'text' };
+import f0017s from '../../migrations/sqlite/0017_aggregate_shards.sql' with { type: 'text' };
+import f0017p from '../../migrations/postgres/0017_aggregate_shards.sql' with { type: 'text' };
 
 export interface MigrationSource {
   revision: string;
@@ -57,4 +59,5 @@ export const MIGRATIONS: MigrationSource[] = [
   { revision: '0014', name: 'sso', sqlite: f0014s, postgres: f0014p },
   { revision: '0015', name: 'scheduler', sqlite: f0015s, postgres: f0015p },
   { revision: '0016', name: 'saved_views', sqlite: f0016s, postgres: f0016p },
+  { revision: '0017', name: 'aggregate_shards', sqlite: f0017s, postgres: f0017p },
 ];

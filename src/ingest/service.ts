@@ -7,6 +7,7 @@
 // before the events are written, so each event row is written once.
 import type { Executor } from '../db/connect.ts';
 import { newTimeOrderedId } from '../lib/ids.ts';
+import { aggregateShard } from '../stats/store.ts';
 import { projectEvents, taskStateOfKind } from '../tasks/service.ts';
 import { taskKey, taskRowIds } from '../tasks/store.ts';
 import type { TaskState } from '../tasks/tables.ts';
@@ -62,7 +63,7 @@ export async function storeEventBatches(
   for (const id of fresh) stored[owner.get(id)!]!++;
   const added = records.filter((r) => fresh.has(r.id));
   if (added.length === 0) return { stored, states: [], added };
-  const { states, storedTaskIds, writeShared } = await projectEvents(ex, where.projectId, added, now, rowIds.ids);
+  const { states, storedTaskIds, writeShared } = await projectEvents(ex, where.projectId, added, now, rowIds.ids, aggregateShard(ex, where.agentId));
   await settleTies(ex, where.projectId, added, rowIds, storedTaskIds);
   // Last: the rows all uploads of the project share stay locked only from here to the commit.
   await writeShared();

@@ -103,7 +103,8 @@ async function nameFromStore(ex: Executor, projectId: string, tasks: Iterable<[E
 type MinuteCounts = Record<Counter, number> & { name: string; minute: number; runtime_max_ms: number; bins: number[] };
 
 /** Counts newly stored events into the aggregates (see the head of this file). Runs in the caller's transaction. */
-export async function rollupTaskEvents(ex: Executor, projectId: string, records: readonly EventRecord[]): Promise<void> {
+/** `shard`: the aggregate rows' shard these counts go to (aggregateShard of the uploading agent; 0 by default). */
+export async function rollupTaskEvents(ex: Executor, projectId: string, records: readonly EventRecord[], shard = 0): Promise<void> {
   // Per task (by engine and task id, as sent): its name, its terminal event, its starts; and the other events.
   const nameOf = namer();
   const tasks = new Map<string, Task>();
@@ -203,17 +204,17 @@ export async function rollupTaskEvents(ex: Executor, projectId: string, records:
   }
   // The project's own aggregate rows take every upload's counts: written last, held for the least time.
   await addFailures(ex, [...groups.values()], [...failureRows.values()]);
-  await addAggregates(ex, spread(projectId, minutes.values()));
+  await addAggregates(ex, spread(projectId, minutes.values(), shard));
 }
 
 /** Each task name's minute counts added to its minute row and its hour row, and to the project's ('') two. */
-function spread(projectId: string, minutes: Iterable<MinuteCounts>): AggregateRow[] {
+function spread(projectId: string, minutes: Iterable<MinuteCounts>, shard: number): AggregateRow[] {
   const rows = new Map<string, AggregateRow>();
   const into = (span: typeof MINUTE | typeof HOUR, name: string, bucket: number, m: MinuteCounts) => {
     const key = `${span}\u0000${name}\u0000${bucket}`;
     let r = rows.get(key);
     if (!r) {
-      r = { ...emptyCounts(), project_id: projectId, span, task_name: name, bucket } as AggregateRow;
+      r = { ...emptyCounts(), project_id: projectId, span, task_name: name, bucket, shard } as AggregateRow;
       for (const c of BIN_COLUMNS) r[c] = 0;
       rows.set(key, r);
     }

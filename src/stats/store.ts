@@ -19,7 +19,7 @@ export type Counter = (typeof COUNTERS)[number];
 export type Counts = Record<Counter, number> & { runtime_max_ms: number };
 
 /** A row of task_aggregates as the roll-up writes it: its key, its counts and its bins (h00..h29). */
-export type AggregateRow = Counts & { project_id: string; span: Span; task_name: string; bucket: number } & { [bin: string]: number | string };
+export type AggregateRow = Counts & { project_id: string; span: Span; task_name: string; bucket: number; shard: number } & { [bin: string]: number | string };
 
 /** Sums of a set of aggregate rows (also what the window reads return). */
 export type Totals = Counts & { bins: number[] };
@@ -37,21 +37,34 @@ export function addInto(into: Totals, row: Record<string, unknown>): Totals {
 
 // --- writes (the ingest path) ------------------------------------------------------
 
-const AGG_COLUMNS = ['project_id', 'span', 'task_name', 'bucket', ...COUNTERS, 'runtime_max_ms', ...BIN_COLUMNS];
+/** Rows per (project, span, task name, bucket) on PostgreSQL (migration 0017): each agent adds to one of them, so
+ * uploads of different agents seldom wait on one row's lock; every read sums them. */
+export const AGGREGATE_SHARDS = 8;
+
+/** The shard an agent's uploads add to: PostgreSQL spreads agents over AGGREGATE_SHARDS (by a hash of the
+ * id, so one agent keeps its rows); SQLite, with its one writer, keeps one row (shard 0). */
+export function aggregateShard(ex: Executor, agentId: string): number {
+  if (ex.dialect === 'sqlite') return 0;
+  let h = 2166136261; // FNV-1a
+  for (let i = 0; i < agentId.length; i++) h = Math.imul(h ^ agentId.charCodeAt(i), 16777619);
+  return (h >>> 0) % AGGREGATE_SHARDS;
+}
+
+const AGG_COLUMNS = ['project_id', 'span', 'task_name', 'bucket', 'shard', ...COUNTERS, 'runtime_max_ms', ...BIN_COLUMNS];
 const aggregateWrite = (greatest: string): BulkWrite => ({
   table: 'task_aggregates',
   columns: AGG_COLUMNS,
   json: new Set(),
   pgTypes: Object.fromEntries(AGG_COLUMNS.filter((c) => c !== 'project_id' && c !== 'task_name').map((c) => [c, c === 'bucket' || c.endsWith('_ms') ? 'bigint' : 'integer'])),
-  conflict: `ON CONFLICT (project_id, span, task_name, bucket) DO UPDATE SET ${[
+  conflict: `ON CONFLICT (project_id, span, task_name, bucket, shard) DO UPDATE SET ${[
     ...[...COUNTERS, ...BIN_COLUMNS].map((c) => `${c} = task_aggregates.${c} + excluded.${c}`),
     `runtime_max_ms = ${greatest}(task_aggregates.runtime_max_ms, excluded.runtime_max_ms)`,
   ].join(', ')}`,
 });
 const AGGREGATE_WRITE = { sqlite: aggregateWrite('max'), postgres: aggregateWrite('GREATEST') };
 
-const rowOrder = (a: { span: number; task_name: string; bucket: number }, b: typeof a): number =>
-  a.span - b.span || a.bucket - b.bucket || (a.task_name < b.task_name ? -1 : a.task_name > b.task_name ? 1 : 0);
+const rowOrder = (a: { span: number; task_name: string; bucket: number; shard: number }, b: typeof a): number =>
+  a.span - b.span || a.bucket - b.bucket || (a.task_name < b.task_name ? -1 : a.task_name > b.task_name ? 1 : 0) || a.shard - b.shard;
 
 /** Adds `rows` to the stored aggregates (in key order: concurrent PostgreSQL transactions lock shared rows alike). */
 export async function addAggregates(ex: Executor, rows: AggregateRow[]): Promise<void> {
@@ -215,8 +228,10 @@ export async function seriesTotals(ex: Executor, projectId: string, part: Part, 
   const where = sql`project_id = ${projectId} AND span = ${part.span} AND task_name = ${taskName} AND bucket >= ${part.from} AND bucket < ${part.to}`;
   const out = new Map<number, Totals>();
   if (width === part.span) {
+    // A bucket's shards (AGGREGATE_SHARDS) come as rows of their own: summed here.
     for (const r of await ex.all<Record<string, unknown>>(sql`SELECT * FROM task_aggregates WHERE ${where}`)) {
-      out.set((Number(r.bucket) - part.from) / width, addInto(emptyTotals(), r));
+      const slot = (Number(r.bucket) - part.from) / width;
+      out.set(slot, addInto(out.get(slot) ?? emptyTotals(), r));
     }
     return out;
   }
@@ -412,7 +427,7 @@ async function deleteBatch(ex: Executor, table: string, key: string, projectId: 
 }
 
 export const pruneAggregates = (ex: Executor, projectId: string, span: Span, before: number, batch: number) =>
-  deleteBatch(ex, 'task_aggregates', 'project_id, span, task_name, bucket', projectId, sql`span = ${span} AND bucket < ${before}`, batch);
+  deleteBatch(ex, 'task_aggregates', 'project_id, span, task_name, bucket, shard', projectId, sql`span = ${span} AND bucket < ${before}`, batch);
 export const pruneFailureAggregates = (ex: Executor, projectId: string, span: Span, before: number, batch: number) =>
   deleteBatch(ex, 'failure_aggregates', 'project_id, span, bucket, group_key, task_name', projectId, sql`span = ${span} AND bucket < ${before}`, batch);
 export const pruneFailedTasks = (ex: Executor, projectId: string, before: string, batch: number) =>

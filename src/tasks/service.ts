@@ -172,7 +172,14 @@ export interface Projected {
 
 /** Projects newly stored events onto tasks, workers and queues. A task not stored
  * yet gets the row id `rowIds` holds for it (by taskKey), else a new one. */
-export async function projectEvents(ex: Executor, projectId: string, records: EventRecord[], now: string, rowIds: ReadonlyMap<string, string> = new Map()): Promise<Projected> {
+export async function projectEvents(
+  ex: Executor,
+  projectId: string,
+  records: EventRecord[],
+  now: string,
+  rowIds: ReadonlyMap<string, string> = new Map(),
+  statsShard = 0,
+): Promise<Projected> {
   const taskRows = new Map<string, TaskRow>();
   const workerRows = new Map<string, WorkerRow>();
   const queueRows = new Map<string, QueueRow>();
@@ -216,7 +223,7 @@ export async function projectEvents(ex: Executor, projectId: string, records: Ev
     const queues = [...queueRows].filter(([key, row]) => row.pending_count !== null || queueTouches.due(`${projectId}\u0000${key}`));
     if (queues.length > 0) await upsertQueues(ex, inKeyOrder(new Map(queues)));
     // Per-minute and per-hour statistics of the same events, in the same transaction (src/stats/rollup.ts).
-    await rollupTaskEvents(ex, projectId, records);
+    await rollupTaskEvents(ex, projectId, records, statsShard);
   };
   return { states, storedTaskIds, writeShared };
 }

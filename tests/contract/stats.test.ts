@@ -7,6 +7,7 @@ import { sql } from 'drizzle-orm';
 import { isoMicros, ManualClock, resetClock, setClock } from '../../src/lib/clock.ts';
 import { binLower, binOf, binUpper } from '../../src/stats/histogram.ts';
 import { pruneStats } from '../../src/stats/jobs.ts';
+import { aggregateShard } from '../../src/stats/store.ts';
 import { groupKeyOf, normaliseMessage } from '../../src/stats/normalise.ts';
 import { countRows, issueTestCommand, liveService, mintTestAgent, type LiveService } from '../helpers/agents.ts';
 import { testDialect } from '../helpers/app.ts';
@@ -122,6 +123,31 @@ describe(`task statistics on ${testDialect()}`, () => {
     expect(b.failure_rate).toBeNull();
     expect(b.runtime_ms).toEqual({ count: 0, mean: null, p50: null, p95: null, max: null });
     expect(b.health).toBe('idle');
+  });
+
+  test('agents adding to different statistics shards (PostgreSQL) count as one project: stats, minute trends and per-name counts sum them', async () => {
+    const shardOf = (id: string) => aggregateShard(svc.ctx.db, id);
+    // A second agent on another shard than the first (SQLite keeps one shard: any second agent).
+    let other = await mintTestAgent(svc, alpha.id, svc.baseUrl, 'alpha-agent-2');
+    for (let i = 3; testDialect() === 'postgres' && shardOf(other.agentId) === shardOf(agent.agentId); i++) {
+      other = await mintTestAgent(svc, alpha.id, svc.baseUrl, `alpha-agent-${i}`);
+    }
+    expect((await other.probe()).status).toBe(200);
+    const at = NOW - 5 * MIN;
+    await upload([...life('a-1', at, 'task.succeeded', 50), ...life('a-2', at + 1000, 'task.failed', 5)]);
+    await upload([...life('b-1', at + 2000, 'task.succeeded', 70), ...life('b-2', at + 3000, 'task.succeeded', 90)], other);
+    const rows = await svc.ctx.db.all<{ shards: number }>(
+      sql`SELECT COUNT(DISTINCT shard) AS shards FROM task_aggregates WHERE project_id = ${alpha.id} AND task_name = '' AND span = 60`,
+    );
+    expect(Number(rows[0]!.shards)).toBe(testDialect() === 'postgres' ? 2 : 1);
+    const s = await get(`/api/v1/projects/alpha/stats?window=1h`);
+    expect(s.counts).toMatchObject({ received: 4, started: 4, succeeded: 3, failed: 1 });
+    expect(s.runtime_ms).toMatchObject({ count: 4, max: 90 });
+    const t = await get(`/api/v1/projects/alpha/trends?window=1h&bucket=1m`);
+    expect(t.points.reduce((a: number, p: any) => a + p.succeeded, 0)).toBe(3);
+    expect(t.points.filter((p: any) => p.succeeded > 0)).toHaveLength(1); // one minute: its shards summed into one point
+    const add = await get(`/api/v1/projects/alpha/trends?window=1h&bucket=1h&task_name=app.add`);
+    expect(add.points.reduce((a: number, p: any) => a + p.failed, 0)).toBe(1);
   });
 
   test('a re-sent batch, the same event from a second agent, a second terminal report of a task and a repeated failure count once', async () => {
