@@ -64,10 +64,13 @@ describe(`notification triggers on ${testDialect()}`, () => {
     await clearInbox(member);
     const taskId = `fail-${crypto.randomUUID()}`;
     const at = (ms: number) => new Date(Date.now() - ms).toISOString().replace('Z', '+00:00');
+    // The same instant in the re-sent batch below: an event's identity includes its second, and a
+    // fresh at(1000) there could fall in the next second on a slow run (a new event, a new fire).
+    const last = at(1000);
     await upload([
       taskEvent({ kind: 'task.received', task_id: taskId, data: { task_name: 'billing.charge', args: [1] } }),
       taskEvent({ kind: 'task.failed', task_id: taskId, occurred_at: at(3000), data: { exception: 'ValueError: first' } }),
-      taskEvent({ kind: 'task.failed', task_id: taskId, occurred_at: at(1000), data: { exception: 'ValueError: card declined' } }),
+      taskEvent({ kind: 'task.failed', task_id: taskId, occurred_at: last, data: { exception: 'ValueError: card declined' } }),
     ]);
     const rows = await inboxOf(member);
     expect(rows).toHaveLength(1);
@@ -81,7 +84,7 @@ describe(`notification triggers on ${testDialect()}`, () => {
     });
     expect((await member.call('GET', '/api/v1/user/notifications/unread-count')).body.unread).toBe(1);
     // A re-sent batch stores nothing new and fires nothing.
-    await upload([taskEvent({ kind: 'task.failed', task_id: taskId, occurred_at: at(1000), data: { exception: 'ValueError: card declined' } })]);
+    await upload([taskEvent({ kind: 'task.failed', task_id: taskId, occurred_at: last, data: { exception: 'ValueError: card declined' } })]);
     expect(await inboxOf(member)).toHaveLength(1);
   });
 
