@@ -213,8 +213,9 @@ export const UpcomingList = Answer(
 export type UpcomingList = Static<typeof UpcomingList>;
 export const UpcomingQuery = Type.Object({
   count: Type.Optional(t.Integer({ minimum: 1, maximum: 20 })),
-  // 100 ids of 36 characters and their commas: the whole request line stays well inside the server's 16 KiB header limit.
-  ids: Type.Optional(Type.String({ maxLength: 3800, description: 'comma-separated schedule ids, at most 100 (default: all, at most 500)' })),
+  // 100 ids of 36 characters and their commas, in the characters ids have: the whole request line (percent-encoded)
+  // stays well inside the server's 16 KiB header limit.
+  ids: Type.Optional(Type.String({ maxLength: 3800, pattern: '^[0-9A-Za-z_,-]*$', description: 'comma-separated schedule ids, at most 100 (default: all, at most 500)' })),
 });
 export const ScheduleCountQuery = Type.Object({ count: Type.Optional(t.Integer({ minimum: 1, maximum: 20 })) });
 export const ProjectTimezone = Answer({ timezone: Type.String() }, 'ProjectScheduleTimezone');

@@ -7,7 +7,7 @@ import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { expect, test, type BrowserContext, type Locator, type Page } from '@playwright/test';
-import { nav, screenshot, totpOf } from './browser.ts';
+import { csrfHeaders, firstAdmin, nav, screenshot } from './browser.ts';
 import { startSvc, type Svc } from './svc.ts';
 
 const ADMIN = { email: 'admin@example.com', password: 'Correct-Horse-Battery-9', display_name: 'Ada Admin' };
@@ -23,13 +23,8 @@ let schedulerLog = '';
 
 const table = (name: string, p: Page = page): Locator => p.getByRole('region', { name, exact: true }).getByRole('table');
 
-async function csrfHeaders(): Promise<Record<string, string>> {
-  const csrf = (await context.cookies()).find((c) => c.name === 'svc_csrf')?.value ?? '';
-  return { 'x-csrf-token': csrf };
-}
-
 async function createSchedule(body: Record<string, unknown>): Promise<string> {
-  const res = await page.request.post('/api/v1/projects/default/schedules', { data: body, headers: await csrfHeaders() });
+  const res = await page.request.post('/api/v1/projects/default/schedules', { data: body, headers: await csrfHeaders(context) });
   expect(res.status()).toBe(201);
   return (await res.json()).id;
 }
@@ -43,11 +38,7 @@ test.beforeAll(async ({ browser }) => {
   });
   context = await browser.newContext({ baseURL: svc.url });
   page = await context.newPage();
-  const token = new URL(svc.setupUrl).searchParams.get('token');
-  expect((await page.request.post('/api/v1/setup/complete', { data: { token, ...ADMIN } })).status()).toBe(201);
-  const start = await page.request.post('/api/v1/auth/mfa/enroll-start', { headers: await csrfHeaders() });
-  const secret = (await start.json()).secret_base32;
-  expect((await page.request.post('/api/v1/auth/mfa/enroll-complete', { data: { code: totpOf(secret) }, headers: await csrfHeaders() })).status()).toBe(200);
+  await firstAdmin(page, svc.setupUrl, ADMIN);
 });
 
 test.afterAll(async () => {
