@@ -8,9 +8,13 @@ import { allowWipe } from '../audit/maintenance.ts';
 import type { Dialect, Executor, Tx } from '../db/connect.ts';
 import { knownMigrations, listTables } from '../db/migrate.ts';
 
-/** The migrations' INSERT statements (their seed rows), in order. */
+/** The migrations' seed rows: their `INSERT ... VALUES` statements, in order. An `INSERT ... SELECT` copies
+ * rows a migration already had (a table rebuilt, an index filled) and is no seed: after a wipe there is
+ * nothing to copy, and its source may be gone (a rebuilt table's old name). */
 export function seedStatements(dialect: Dialect): string[] {
-  return knownMigrations(dialect).flatMap((m) => m.statements.filter((s) => /^\s*(--[^\n]*\n\s*)*INSERT\s+INTO\s/i.test(s)));
+  return knownMigrations(dialect).flatMap((m) =>
+    m.statements.filter((s) => /^\s*(--[^\n]*\n\s*)*INSERT\s+INTO\s/i.test(s) && /\bVALUES\b/i.test(s) && !/\bSELECT\b/i.test(s)),
+  );
 }
 
 function seededTables(dialect: Dialect): Set<string> {
