@@ -268,7 +268,8 @@ test('API key: created, its secret shown once with a copy button, and it works',
   const secret = (await page.getByTestId('api-key-secret').textContent())!.trim();
   expect(secret).toMatch(/^svc_[A-Za-z0-9_-]{43}$/);
   await page.getByRole('button', { name: 'Copy', exact: true }).click();
-  expect(await page.evaluate(() => navigator.clipboard.readText())).toBe(secret);
+  // The button writes the clipboard asynchronously: read until the write has landed.
+  await expect.poll(() => page.evaluate(() => navigator.clipboard.readText())).toBe(secret);
   await expect(page.getByRole('row', { name: /nightly report/ })).toContainText(secret.slice(0, 12));
   await shot('api-keys');
 

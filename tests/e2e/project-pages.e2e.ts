@@ -194,7 +194,8 @@ test('agents: minted after the MFA re-check, secrets and configuration shown onc
   const agentId = envValue((await config.textContent())!, 'Z4J_AGENT_ID');
   expect(agentId).toMatch(/^[0-9a-f-]{36}$/);
   await panel.getByRole('button', { name: 'Copy configuration' }).click();
-  expect(await page.evaluate(() => navigator.clipboard.readText())).toContain(`Z4J_AGENT_ID=${agentId}`);
+  // The button writes the clipboard asynchronously: read until the write has landed.
+  await expect.poll(() => page.evaluate(() => navigator.clipboard.readText())).toContain(`Z4J_AGENT_ID=${agentId}`);
   await expect(panel.getByTestId('minted-agent-state')).toContainText('never connected');
   await screenshot(page, 'agent-minted');
 
