@@ -44,10 +44,10 @@ function cell(isJson: boolean, value: unknown): string | number | null {
   return value as number;
 }
 
-/** The cells of one row in column order; which columns hold JSON is looked up
+/** The cells of one row in column order, as bound on SQLite; which columns hold JSON is looked up
  * once per spec, not once per cell (hundreds of rows per call). */
 const jsonFlags = new WeakMap<BulkWrite, boolean[]>();
-function cellsOf(spec: BulkWrite, row: Record<string, unknown>): (string | number | null)[] {
+export function cellsOf(spec: BulkWrite, row: Record<string, unknown>): (string | number | null)[] {
   let flags = jsonFlags.get(spec);
   if (!flags) jsonFlags.set(spec, (flags = spec.columns.map((c) => spec.json.has(c))));
   const out = new Array<string | number | null>(flags.length);

@@ -34,6 +34,8 @@ import f0016s from '../../migrations/sqlite/0016_saved_views.sql' with { type: '
 import f0016p from '../../migrations/postgres/0016_saved_views.sql' with { type: 'text' };
 import f0017s from '../../migrations/sqlite/0017_aggregate_shards.sql' with { type: 'text' };
 import f0017p from '../../migrations/postgres/0017_aggregate_shards.sql' with { type: 'text' };
+import f0018s from '../../migrations/sqlite/0018_task_search_updates.sql' with { type: 'text' };
+import f0018p from '../../migrations/postgres/0018_task_search_updates.sql' with { type: 'text' };
 
 export interface MigrationSource {
   revision: string;
@@ -60,4 +62,5 @@ export const MIGRATIONS: MigrationSource[] = [
   { revision: '0015', name: 'scheduler', sqlite: f0015s, postgres: f0015p },
   { revision: '0016', name: 'saved_views', sqlite: f0016s, postgres: f0016p },
   { revision: '0017', name: 'aggregate_shards', sqlite: f0017s, postgres: f0017p },
+  { revision: '0018', name: 'task_search_updates', sqlite: f0018s, postgres: f0018p },
 ];

@@ -9,7 +9,7 @@ import type { Executor } from '../db/connect.ts';
 import { newTimeOrderedId } from '../lib/ids.ts';
 import { aggregateShard } from '../stats/store.ts';
 import { projectEvents, taskStateOfKind } from '../tasks/service.ts';
-import { taskKey, taskRowIds } from '../tasks/store.ts';
+import { storedTasks, taskKey, taskRowIds, type StoredTask } from '../tasks/store.ts';
 import type { TaskState } from '../tasks/tables.ts';
 import type { EventRecord } from './events.ts';
 import { eventsOfTask, insertEvents, setTaskRefs, type EventRow } from './store.ts';
@@ -63,7 +63,7 @@ export async function storeEventBatches(
   for (const id of fresh) stored[owner.get(id)!]!++;
   const added = records.filter((r) => fresh.has(r.id));
   if (added.length === 0) return { stored, states: [], added };
-  const { states, storedTaskIds, writeShared } = await projectEvents(ex, where.projectId, added, now, rowIds.ids, aggregateShard(ex, where.agentId));
+  const { states, storedTaskIds, writeShared } = await projectEvents(ex, where.projectId, added, now, rowIds.ids, rowIds.stored, aggregateShard(ex, where.agentId));
   await settleTies(ex, where.projectId, added, rowIds, storedTaskIds);
   // Last: the rows all uploads of the project share stay locked only from here to the commit.
   await writeShared();
@@ -73,6 +73,8 @@ export async function storeEventBatches(
 interface TaskRowIds {
   /** Row id of each task the records name, by taskKey. */
   ids: Map<string, string>;
+  /** The tasks stored already, as read (by taskKey). */
+  stored: Map<string, StoredTask>;
   /** The tasks whose row id was chosen here (not stored yet). */
   chosen: Map<string, { engine: string; taskId: string }>;
 }
@@ -90,14 +92,15 @@ async function taskRowsFor(ex: Executor, projectId: string, records: EventRecord
     if (!seen) named.set(key, { engine: r.engine, taskId: r.taskId, creates });
     else seen.creates ||= creates;
   }
-  const ids = await taskRowIds(ex, projectId, named.values());
+  const stored = await storedTasks(ex, projectId, named.values());
+  const ids = new Map([...stored].map(([key, task]) => [key, task.id]));
   const chosen = new Map<string, { engine: string; taskId: string }>();
   for (const [key, task] of named) {
     if (!task.creates || ids.has(key)) continue;
     ids.set(key, newTimeOrderedId());
     chosen.set(key, task);
   }
-  return { ids, chosen };
+  return { ids, stored, chosen };
 }
 
 /** Events tied to a row id chosen here that no row took: the projection writes

@@ -7,7 +7,7 @@ import type { EventRecord } from '../ingest/events.ts';
 import { notFound } from '../http/errors.ts';
 import { newTimeOrderedId } from '../lib/ids.ts';
 import { rollupTaskEvents } from '../stats/rollup.ts';
-import { isPlaceholderName, LATEST_WINS, queuesOf, taskKey, taskOf, upsertQueues, upsertTasks, upsertWorkers, workersOf, type QueueRow, type TaskRow, type WorkerRow } from './store.ts';
+import { isPlaceholderName, LATEST_WINS, queuesOf, taskKey, taskOf, upsertQueues, upsertTasks, upsertWorkers, workersOf, type QueueRow, type StoredTask, type TaskRow, type WorkerRow } from './store.ts';
 import type { TaskPage, TaskPublic } from './schemas.ts';
 import type { TaskState } from './tables.ts';
 
@@ -171,13 +171,15 @@ export interface Projected {
 }
 
 /** Projects newly stored events onto tasks, workers and queues. A task not stored
- * yet gets the row id `rowIds` holds for it (by taskKey), else a new one. */
+ * yet gets the row id `rowIds` holds for it (by taskKey), else a new one; `stored`
+ * holds the tasks read beforehand in this transaction (storedTasks). */
 export async function projectEvents(
   ex: Executor,
   projectId: string,
   records: EventRecord[],
   now: string,
-  rowIds: ReadonlyMap<string, string> = new Map(),
+  rowIds: ReadonlyMap<string, string>,
+  stored: ReadonlyMap<string, StoredTask>,
   statsShard = 0,
 ): Promise<Projected> {
   const taskRows = new Map<string, TaskRow>();
@@ -217,7 +219,7 @@ export async function projectEvents(
       }
     }
   }
-  const storedTaskIds = taskRows.size > 0 ? await upsertTasks(ex, inKeyOrder(taskRows)) : null;
+  const storedTaskIds = taskRows.size > 0 ? await upsertTasks(ex, inKeyOrder(taskRows), stored) : null;
   if (workerRows.size > 0) await upsertWorkers(ex, inKeyOrder(workerRows));
   const writeShared = async () => {
     const queues = [...queueRows].filter(([key, row]) => row.pending_count !== null || queueTouches.due(`${projectId}\u0000${key}`));

@@ -450,3 +450,40 @@ describe(`migration 0010 on ${testDialect()}`, () => {
     }
   });
 });
+
+describe(`a task reported again and again on ${testDialect()}`, () => {
+  test('later reports keep what earlier ones made searchable and add what they bring; a placeholder name never replaces the known one', async () => {
+    const words = async (text: string) => ids(await get(`/tasks?q=${q(text)}`));
+    await ingest([ev('task.received', 'lifecycle-1', { task_name: 'crm.sync_contact', args: ['zebra-77'], kwargs: { region: 'okapi' } })]);
+    expect(await words('zebra')).toEqual(['lifecycle-1']);
+    // The name and arguments again, unchanged, then a placeholder name: the entry stays as it was.
+    await ingest([ev('task.started', 'lifecycle-1', { task_name: 'crm.sync_contact', args: ['zebra-77'], worker: 'w2@host' })]);
+    await ingest([ev('task.retried', 'lifecycle-1', { task_name: '<unknown>' })]);
+    expect(await words('sync_contact okapi')).toEqual(['lifecycle-1']);
+    expect(await words('unknown')).toEqual([]);
+    // The result arrives: found by it and by everything before.
+    await ingest([ev('task.succeeded', 'lifecycle-1', { task_name: 'crm.sync_contact', result: { status: 'quokka' }, runtime_ms: 42, worker: 'w2@host' })]);
+    expect(await words('quokka zebra okapi')).toEqual(['lifecycle-1']);
+    const task = await get('/tasks/celery/lifecycle-1');
+    expect([task.name, task.args, task.kwargs, task.result, task.state, task.worker_name, task.runtime_ms]).toEqual([
+      'crm.sync_contact', ['zebra-77'], { region: 'okapi' }, { status: 'quokka' }, 'success', 'w2@host', 42,
+    ]);
+    expect(task.started_at).not.toBeNull();
+    // Sorted by runtime, it is where its runtime puts it.
+    const byRuntime = await get('/tasks?sort=runtime_ms&order=asc&limit=500');
+    const runtimes = byRuntime.items.filter((t: any) => t.runtime_ms !== null).map((t: any) => t.runtime_ms);
+    expect(runtimes).toEqual([...runtimes].sort((a, b) => a - b));
+    expect(runtimes).toContain(42);
+    // A value replaced by a later report: found by the new one only (the old entry was removed with
+    // the words it was made from, so none of them is left behind).
+    await ingest([ev('task.failed', 'lifecycle-2', { task_name: 'crm.sync_contact', exception: 'WalrusError: tusk' })]);
+    await ingest([ev('task.retried', 'lifecycle-2', { task_name: 'crm.sync_contact' })]);
+    expect(await words('walruserror tusk')).toEqual(['lifecycle-2']);
+    clock += 5_000; // a later second: the same kind in the same second is the same event (content-derived ids)
+    await ingest([ev('task.failed', 'lifecycle-2', { task_name: 'crm.sync_contact', exception: 'NarwhalError: horn' })]);
+    expect(await words('narwhalerror horn')).toEqual(['lifecycle-2']);
+    expect(await words('walruserror')).toEqual([]);
+    expect(await words('tusk')).toEqual([]);
+    expect(await words('sync_contact')).toEqual(['lifecycle-2', 'lifecycle-1']);
+  });
+});
