@@ -116,19 +116,22 @@ const carriesNothing = (name: string, cell: unknown): boolean => cell === null |
 /** SQLite: the upsert of each row names in its SET list only the columns the row carries. SQLite
  * rewrites the entry of every index over a column named in SET, changed or not, so the one
  * statement naming them all rewrote the task's eight secondary indexes for each report of it (a
- * task.started carries no result, a task.succeeded no arguments). One prepared statement per set
- * of columns carried (a bit each), per connection. */
+ * task.started carries no result, a task.succeeded no arguments). One statement per set of
+ * columns carried (a bit each), per connection, held here: looking its text up in bun:sqlite's
+ * cache for every row (a hash of 1.5 kB) cost as much as the write. */
 const upserts = new WeakMap<Database, Map<number, Statement>>();
-function upsertStatement(client: Database, cells: (string | number | null)[]): Statement {
-  let mask = 0;
-  for (let i = 0; i < TASK_SET_CARRIED.length; i++) if (!carriesNothing(TASK_SET_CARRIED[i]![0], cells[CARRIED_AT[i]!])) mask |= 1 << i;
+const ALL_CARRIED = 2 ** TASK_SET_CARRIED.length - 1;
+function upsertStatement(client: Database, cells: (string | number | null)[] | null): Statement {
+  // A new row (null): its SET list never runs, so any statement does.
+  let mask = cells ? 0 : ALL_CARRIED;
+  if (cells) for (let i = 0; i < TASK_SET_CARRIED.length; i++) if (!carriesNothing(TASK_SET_CARRIED[i]![0], cells[CARRIED_AT[i]!])) mask |= 1 << i;
   let cached = upserts.get(client);
   if (!cached) upserts.set(client, (cached = new Map()));
   let statement = cached.get(mask);
   if (!statement) {
     const sets = [...TASK_SET_ALWAYS, ...TASK_SET_CARRIED.filter((_, i) => mask & (1 << i)).map(([, set]) => set)];
     const marks = TASK_COLUMNS.map(() => '?').join(', ');
-    cached.set(mask, (statement = client.prepare(`INSERT INTO tasks (${TASK_COLUMNS.join(', ')}) VALUES (${marks}) ${TASK_CONFLICT} ${sets.join(', ')}`)));
+    cached.set(mask, (statement = client.query(`INSERT INTO tasks (${TASK_COLUMNS.join(', ')}) VALUES (${marks}) ${TASK_CONFLICT} ${sets.join(', ')}`)));
   }
   return statement;
 }
@@ -143,9 +146,9 @@ function upsertTasksSqlite(client: Database, rows: TaskRow[], stored: ReadonlyMa
   const changed: StoredSearch[] = [];
   for (const row of rows) {
     const cells = cellsOf(TASK_WRITE, row);
-    const before = stored.get(taskKey(row.engine, row.task_id))?.search;
+    const before = stored.size > 0 ? stored.get(taskKey(row.engine, row.task_id))?.search : undefined;
     if (!before) {
-      const { lastInsertRowid } = upsertStatement(client, cells).run(...(cells as never[]));
+      const { lastInsertRowid } = upsertStatement(client, null).run(...(cells as never[]));
       added.push([Number(lastInsertRowid), SEARCHED_AT.map((i) => cells[i]!)]);
       continue;
     }
