@@ -20,6 +20,9 @@ export interface BulkWrite {
   conflict: string;
   /** PostgreSQL types of the non-text columns (JSON columns are jsonb). */
   pgTypes?: Readonly<Record<string, string>>;
+  /** PostgreSQL: a column's value as an expression over the row's text cells (`u.<column>`), in
+   * place of the cell itself. */
+  pgSelect?: Readonly<Record<string, string>>;
   /** A column whose value is reported for each row actually inserted
    * (with `DO NOTHING`: the rows that were new). */
   report?: string;
@@ -78,6 +81,7 @@ export async function bulkWrite(ex: Executor, spec: BulkWrite, rows: readonly Re
     return out;
   }
   const select = spec.columns.map((c) => {
+    if (spec.pgSelect?.[c]) return spec.pgSelect[c];
     const type = spec.json.has(c) ? 'jsonb' : (spec.pgTypes?.[c] ?? 'text');
     return type === 'text' ? `u.${c}` : `u.${c}::${type}`;
   });

@@ -99,9 +99,26 @@ export async function upsertTasks(ex: Executor, rows: TaskRow[], stored: Readonl
     upsertTasksSqlite(sqliteClient(ex), rows, stored);
     return null;
   }
-  // PostgreSQL: the tasks_search trigger keeps search_vector in step (migration 0010).
-  return new Set((await bulkWrite(ex, { ...TASK_WRITE, report: 'id' }, rows)) as string[]);
+  // PostgreSQL: the search vector of a task not stored yet is computed in the statement; a stored
+  // task's row proposes none, and the tasks_search trigger computes it again only when its searched
+  // text changes (migration 0018). A task created meanwhile by another transaction gets a vector
+  // computed for nothing; one deleted meanwhile is inserted without one, and the trigger computes it.
+  const flagged = rows.map((row) => ({ ...row, search_vector: stored.has(taskKey(row.engine, row.task_id)) ? null : 'new' }));
+  return new Set((await bulkWrite(ex, TASK_WRITE_PG, flagged)) as string[]);
 }
+
+/** PostgreSQL: the task write, with the search vector of the rows flagged new, reporting row ids.
+ * Ingest writes every report as INSERT ... ON CONFLICT DO UPDATE, and the BEFORE INSERT trigger that
+ * computed the vector ran for the proposed row of each, a stored task's too: a task reported three
+ * times had it computed four times (bench/ingest-store.ts --lifecycle), now twice. */
+const TASK_WRITE_PG: BulkWrite = {
+  ...TASK_WRITE,
+  columns: [...TASK_COLUMNS, 'search_vector'],
+  pgSelect: {
+    search_vector: "CASE WHEN u.search_vector = 'new' THEN tasks_search_vector(u.name, u.args::jsonb, u.kwargs::jsonb, u.result::jsonb, u.exception) END",
+  },
+  report: 'id',
+};
 
 const SEARCHED = ['name', 'args', 'kwargs', 'result', 'exception'] as const;
 type Searched = Record<(typeof SEARCHED)[number], string | null>;
