@@ -3,10 +3,11 @@
 // Needs SVC_TEST_PG_URL (an admin URL; a fresh database is created and dropped).
 //
 // Agents are minted once; then for each replica count R the replicas start on
-// the same database and the agents connect, agent i to replica i mod R: even
-// ones over WebSocket (hello, a heartbeat and an agent_status every 10 s, an
+// the same database and the agents connect, agent i to replica i mod R: odd
+// ones over WebSocket (with --ws=0.5; so at R=2 one replica holds every socket
+// and the other every long-poll) (hello, a heartbeat and an agent_status every 10 s, an
 // event_batch of --events events every --every s, acknowledged by the server),
-// odd ones over long-poll (a probe, a poll held open (wait=30) at all times,
+// even ones over long-poll (a probe, a poll held open (wait=30) at all times,
 // an upload of a heartbeat and an event_batch of --events events every --every
 // s). Each agent comes from an address of its own (X-Forwarded-For through
 // SVC_TRUSTED_PROXIES=127.0.0.1). After a warm-up round the window of
@@ -107,6 +108,11 @@ for (const R of replicaCounts) {
   const commandMs: number[] = [];
   let uploadErrors = 0;
   let commandErrors = 0;
+  /** Requests (long-poll) and frames (WebSocket) sent in the window, by kind: the load is per request as much as per event. */
+  const sent: Record<string, number> = {};
+  const count = (kind: string) => {
+    if (measuring) sent[kind] = (sent[kind] ?? 0) + 1;
+  };
   /** Answers other than 200 (uploads) and 202 (commands), by status (0: no answer). */
   const refusals: Record<string, number> = {};
   /** Counted only while measuring (requests cut off by the replicas stopping at the end are not refusals). */
@@ -131,7 +137,7 @@ for (const R of replicaCounts) {
   const agentOf = (i: number) => new TestAgent({ ...minted[i]!, baseUrl: cluster.replicas[i % R]!.url });
   const address = (i: number) => ({ 'x-forwarded-for': `10.${(i >> 16) & 255}.${(i >> 8) & 255}.${i & 255}` });
 
-  // --- WebSocket agents (even indexes) ---
+  // --- WebSocket agents (odd indexes with --ws=0.5) ---
   const sockets: { i: number; ws: WsAgent }[] = [];
   const wsBatchSent = new Map<string, number>();
   const tConnect = performance.now();
@@ -170,18 +176,25 @@ for (const R of replicaCounts) {
       if (stopping || ws.closeInfo) return;
       ws.send('heartbeat', { buffer_size: 0, last_flush_at: null, dropped_events: 0, adapter_health: {} });
       ws.send('agent_status', { agent_version: '1.13.0', protocol_version: '2', buffer_depth: 0 });
+      count('ws_heartbeat');
+      count('ws_agent_status');
     };
     const upload = () => {
       if (stopping || ws.closeInfo) return;
       const id = `ev_${i}_${crypto.randomUUID().slice(0, 12)}`;
       wsBatchSent.set(id, performance.now());
+      count('ws_event_batch');
       ws.send('event_batch', { events: Array.from({ length: EVENTS }, () => taskEvent({ task_id: crypto.randomUUID() })) }, id);
     };
-    timers.push(setTimeout(() => timers.push(setInterval(beat, HEARTBEAT_MS)), Math.random() * HEARTBEAT_MS));
-    timers.push(setTimeout(() => timers.push(setInterval(upload, EVERY_MS)), Math.random() * EVERY_MS));
+    // The first beat and batch at a random offset within their period (not one period later): with
+    // --every=30 most WebSocket agents would otherwise send no batch before the window ends.
+    const every = (fn: () => void, ms: number) =>
+      timers.push(setTimeout(() => (fn(), timers.push(setInterval(fn, ms))), Math.random() * ms));
+    every(beat, HEARTBEAT_MS);
+    every(upload, EVERY_MS);
   }
 
-  // --- long-poll agents (odd indexes) ---
+  // --- long-poll agents (even indexes with --ws=0.5) ---
   const pollers = Array.from({ length: agentCount }, (_, i) => i).filter((i) => !isWs(i)).map((i) => ({ i, agent: agentOf(i) }));
   for (let j = 0; j < pollers.length; j += 100) {
     await Promise.all(pollers.slice(j, j + 100).map(async ({ i, agent }) => {
@@ -197,6 +210,7 @@ for (const R of replicaCounts) {
       (async () => {
         while (!stopping) {
           const r = await agent.poll({ wait: 30, headers: address(i) }).catch(() => null);
+          count('lp_poll');
           if (!r || r.status !== 200) {
             await Bun.sleep(1000);
             continue;
@@ -208,6 +222,7 @@ for (const R of replicaCounts) {
           }
           if (answers.length > 0) {
             const ids = answers.splice(0);
+            count('lp_upload_answers');
             await agent.upload(ids.flatMap((id) => [agent.ack(id), agent.result(id, 'success')]), address(i)).catch(() => null);
           }
         }
@@ -220,6 +235,7 @@ for (const R of replicaCounts) {
           const next = performance.now() + EVERY_MS;
           const frames = [agent.heartbeat(), agent.eventBatch(Array.from({ length: EVENTS }, () => taskEvent({ task_id: crypto.randomUUID() })))];
           const t0 = performance.now();
+          count('lp_upload_events');
           const r = await agent.upload(frames, address(i)).catch((e: Error) => {
             refused(`upload ${e.message.slice(0, 60)}`, 0);
             return null;
@@ -243,6 +259,7 @@ for (const R of replicaCounts) {
       const agentId = minted[Math.floor(Math.random() * agentCount)]!.agentId;
       const admin = admins[n++ % R]!;
       const t0 = performance.now();
+      count('api_command');
       void admin
         .call('POST', '/api/v1/projects/default/commands', {
           action: 'cancel_task',
@@ -282,12 +299,14 @@ for (const R of replicaCounts) {
   const pg0 = pgPid ? procStats(pgPid).cpuSeconds : 0;
   const peak = cluster.replicas.map(() => 0);
   measuring = true;
+  console.error(`replicas=${R}: window opens ${new Date().toISOString()}`);
   const w0 = performance.now();
   while (performance.now() - w0 < seconds * 1000) {
     await Bun.sleep(1000);
     cluster.replicas.forEach((r, k) => (peak[k] = Math.max(peak[k]!, procStats(r.proc.pid).rssMb)));
   }
   measuring = false;
+  console.error(`replicas=${R}: window closes ${new Date().toISOString()}`);
   const wEnd = performance.now();
   const window = (wEnd - w0) / 1000;
   // Issued in the window, more than 10 s before its end, and never delivered.
@@ -328,6 +347,7 @@ for (const R of replicaCounts) {
     cpu_cores_per_replica: cpu,
     postgres_cpu_cores: pgCpu === null ? null : Number(pgCpu.toFixed(2)),
     bench_client_cpu_cores: Number(((client.user + client.system) / 1e6 / window).toFixed(2)),
+    sent_per_second: Object.fromEntries(Object.entries(sent).map(([k, n]) => [k, Number((n / window).toFixed(1))])),
     refusals,
     sockets_closed_early: closedEarly,
     loadavg_before: load0.map((x) => Number(x.toFixed(2))),

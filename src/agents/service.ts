@@ -16,7 +16,6 @@ import {
   agentStanding,
   healthSamplesOf,
   insertAgent,
-  insertHealthSample,
   liveAgentByName,
   liveAgentByTokenHash,
   liveAgentsOf,
@@ -31,12 +30,12 @@ import {
   setAgentWorkerState,
   tombstonesNamed,
   promoteOnline,
-  touchAgent,
   updateAgent,
   upsertAgentWorker,
   type AgentRow,
   type HealthSampleRow,
 } from './store.ts';
+import { storeSample, touchLiveness, type SampleOutcome } from './pulse.ts';
 import type { AgentMetadata } from './tables.ts';
 
 export type { AgentRow };
@@ -261,9 +260,9 @@ export const revokedAgentsAmong = (ex: Executor, ids: string[]) => revokedAmong(
 export const onlineAgentsOfProject = (ex: Executor, projectId: string) => onlineAgentsOf(ex, projectId);
 
 /** Liveness: last_seen_at bumped, promoted to online. `live` is false when the agent is revoked;
- * `cameOnline` when it was not online before (agent.online fires). */
-export const touchAgentLiveness = (db: Db, agentId: string): Promise<{ live: boolean; cameOnline: boolean }> =>
-  db.tx((tx) => touchAgent(tx, agentId, nowIso()));
+ * `cameOnline` when it was not online before (agent.online fires). Written in a transaction shared
+ * with the other agents of this process seen meanwhile (pulse.ts). */
+export const touchAgentLiveness = (db: Db, agentId: string): Promise<{ live: boolean; cameOnline: boolean }> => touchLiveness(db, agentId);
 
 export interface HelloFacts {
   protocolVersion: string;
@@ -343,8 +342,9 @@ export async function recordProbe(db: Db, agentId: string, runtimeFeatures: stri
   });
 }
 
-/** Stores one agent_status sample (inside the router's transaction); false for a re-sent frame. */
-export const storeHealthSample = (ex: Executor, row: HealthSampleRow): Promise<boolean> => insertHealthSample(ex, row);
+/** Stores one agent_status sample, in a transaction shared with other agents' samples and
+ * liveness (pulse.ts): 'duplicate' for a re-sent frame, 'revoked' when the agent is. */
+export const storeHealthSample = (db: Db, row: HealthSampleRow): Promise<SampleOutcome> => storeSample(db, row);
 
 /** Offline detection: online agents silent for SVC_AGENT_OFFLINE_TIMEOUT_SECONDS. */
 export async function sweepOfflineAgents(ctx: Pick<AppContext, 'db' | 'config'>, nowIsoText: string, cutoffIso: string): Promise<string[]> {

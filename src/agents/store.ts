@@ -120,16 +120,30 @@ export async function promoteOnline(ex: Executor, id: string, now: string): Prom
   return rows.length === 1;
 }
 
-/** Bumps last_seen_at and promotes to online: whether the agent is live, and whether it came online. */
-export async function touchAgent(ex: Executor, id: string, now: string): Promise<{ live: boolean; cameOnline: boolean }> {
-  if (await promoteOnline(ex, id, now)) return { live: true, cameOnline: true };
-  const t = ex.t.agents;
-  const rows = await ex.q
-    .update(t)
-    .set({ last_seen_at: now })
-    .where(and(eq(t.id, id), isNull(t.revoked_at)))
-    .returning({ id: t.id });
-  return { live: rows.length === 1, cameOnline: false };
+/** `id IN (...)` over a JSON array of ids passed as one parameter: one statement text (prepared once
+ * per connection) whatever the number of agents. */
+const idsIn = (ex: Executor) => (ex.dialect === 'postgres' ? 'id IN (SELECT jsonb_array_elements_text(?::jsonb))' : 'id IN (SELECT value FROM json_each(?))');
+
+/** Liveness of many agents at once (transports' frames gathered by agents/pulse.ts): bumps
+ * last_seen_at of the live ones and promotes those not online. Returns the live ones and those
+ * that came online. Two statements whatever the number of agents; each row is written once. */
+export async function touchAgents(ex: Executor, ids: string[], now: string): Promise<{ live: Set<string>; cameOnline: Set<string> }> {
+  const list = JSON.stringify(ids);
+  const seen = await ex.query<{ id: string }>(`UPDATE agents SET last_seen_at = ? WHERE ${idsIn(ex)} AND revoked_at IS NULL AND state = 'online' RETURNING id`, [now, list]);
+  const promoted = await ex.query<{ id: string }>(
+    `UPDATE agents SET state = 'online', last_seen_at = ? WHERE ${idsIn(ex)} AND revoked_at IS NULL AND state <> 'online' RETURNING id`,
+    [now, list],
+  );
+  const cameOnline = new Set(promoted.map((r) => r.id));
+  return { live: new Set([...seen.map((r) => r.id), ...cameOnline]), cameOnline };
+}
+
+/** Of `ids`, the live agents; inside a write transaction on PostgreSQL their rows are
+ * share-locked as lockLiveAgent does (a concurrent revoke waits for the transaction). */
+export async function lockLiveAgents(ex: Executor, ids: string[]): Promise<Set<string>> {
+  const lock = ex.dialect === 'postgres' ? ' FOR SHARE' : '';
+  const rows = await ex.query<{ id: string }>(`SELECT id FROM agents WHERE ${idsIn(ex)} AND revoked_at IS NULL${lock}`, [JSON.stringify(ids)]);
+  return new Set(rows.map((r) => r.id));
 }
 
 /** Online agents not heard from since `cutoff` become offline; returns their ids. */
@@ -204,16 +218,19 @@ export async function agentWorkersOf(ex: Executor, agentId: string): Promise<Age
   return ex.q.select().from(t).where(eq(t.agent_id, agentId)).orderBy(desc(t.last_connect_at));
 }
 
-/** Inserts a sample unless the same frame was stored before (re-sent after a reconnect). */
-export async function insertHealthSample(ex: Executor, row: HealthSampleRow): Promise<boolean> {
+/** Inserts samples in one statement, skipping frames stored before (re-sent after a reconnect);
+ * returns the keys (sampleKey) of the rows inserted. */
+export async function insertHealthSamples(ex: Executor, rows: HealthSampleRow[]): Promise<Set<string>> {
   const t = ex.t.agentHealthSamples;
-  const rows = await ex.q
+  const inserted = await ex.q
     .insert(t)
-    .values(row)
+    .values(rows)
     .onConflictDoNothing({ target: [t.agent_id, t.frame_id] })
-    .returning({ id: t.id });
-  return rows.length === 1;
+    .returning({ agent_id: t.agent_id, frame_id: t.frame_id });
+  return new Set(inserted.map((r) => sampleKey(r)));
 }
+
+export const sampleKey = (row: { agent_id: string; frame_id: string }): string => `${row.agent_id}\u0000${row.frame_id}`;
 
 export async function healthSamplesOf(ex: Executor, agentId: string, limit: number): Promise<HealthSampleRow[]> {
   const t = ex.t.agentHealthSamples;

@@ -9,7 +9,7 @@ import { isoMicros, nowIso, nowMicros } from '../lib/clock.ts';
 import type { AppContext } from '../server/context.ts';
 import type { JsonInputObject } from '../transport/json-convert.ts';
 import { REDELIVERABLE_ACTIONS, RETRY_FAMILY } from './service.ts';
-import { agentsWithPending, claimPending, claimResend, failOpen, pendingOf, redispatchableOf, type CommandRow } from './store.ts';
+import { agentsWithPending, claimPending, claimResend, failOpen, pendingOf, quietPassOf, redispatchableOf, type CommandRow } from './store.ts';
 
 /** Agents cap command timeouts at one hour (their frame model). */
 const MAX_WIRE_TIMEOUT_SECONDS = 3600;
@@ -67,12 +67,27 @@ export async function claimCommands(db: Db, opts: ClaimOptions): Promise<Command
   return claimed;
 }
 
-/** Dispatched redeliverable rows due a re-send; both cutoffs come from the clock on every pass. */
-async function resendCandidates(db: Db, agentId: string, redispatch: NonNullable<ClaimOptions['redispatch']>): Promise<{ rows: CommandRow[]; before: string }> {
+/** The redispatch window's cutoffs, from the clock on every pass. */
+function resendCutoffs(redispatch: NonNullable<ClaimOptions['redispatch']>): { since: string; before: string } {
   const micros = nowMicros();
-  const since = isoMicros(micros - redispatch.windowSeconds * 1_000_000);
-  const before = isoMicros(micros - redispatch.minIntervalSeconds * 1_000_000);
+  return { since: isoMicros(micros - redispatch.windowSeconds * 1_000_000), before: isoMicros(micros - redispatch.minIntervalSeconds * 1_000_000) };
+}
+
+/** Dispatched redeliverable rows due a re-send. */
+async function resendCandidates(db: Db, agentId: string, redispatch: NonNullable<ClaimOptions['redispatch']>): Promise<{ rows: CommandRow[]; before: string }> {
+  const { since, before } = resendCutoffs(redispatch);
   return { rows: await redispatchableOf(db, agentId, REDELIVERABLE_ACTIONS, since, before, CANDIDATES), before };
+}
+
+/** A waiting long-poll's re-check when nothing woke it: the agent's standing, and whether a claiming
+ * pass (claimCommands) would find anything, in one statement. Null when the agent row is gone. */
+export async function quietPass(
+  db: Db,
+  agentId: string,
+  redispatch: NonNullable<ClaimOptions['redispatch']>,
+): Promise<{ revoked: boolean; projectActive: boolean; work: boolean } | null> {
+  const { since, before } = resendCutoffs(redispatch);
+  return quietPassOf(db, agentId, REDELIVERABLE_ACTIONS, since, before);
 }
 
 /** Whether any of `agentIds` has a pending command (cross-process delivery sweep). */

@@ -106,6 +106,30 @@ export async function redispatchableOf(
     .limit(limit);
 }
 
+/** For a long-poll re-check after a quiet wait, in one statement: the agent's standing (as
+ * agents/store agentStanding reads it) and whether it has a pending command or one due a re-send
+ * (as pendingOf / redispatchableOf select them). Null when the agent row is gone. Most re-checks
+ * find nothing: one round trip instead of the three a full pass takes. */
+export async function quietPassOf(
+  ex: Executor,
+  agentId: string,
+  actions: readonly string[],
+  dispatchedSince: string,
+  lastSentBefore: string,
+): Promise<{ revoked: boolean; projectActive: boolean; work: boolean } | null> {
+  const rows = await ex.query<{ revoked: unknown; active: unknown; pending: unknown; resend: unknown }>(
+    `SELECT a.revoked_at IS NOT NULL AS revoked, p.is_active AND p.archived_at IS NULL AS active,
+       EXISTS (SELECT 1 FROM commands WHERE agent_id = a.id AND status = 'pending') AS pending,
+       EXISTS (SELECT 1 FROM commands WHERE agent_id = a.id AND status = 'dispatched' AND action IN (${actions.map(() => '?').join(', ')})
+         AND dispatched_at >= ? AND last_sent_at <= ?) AS resend
+     FROM agents a JOIN projects p ON p.id = a.project_id WHERE a.id = ?`,
+    [...actions, dispatchedSince, lastSentBefore, agentId],
+  );
+  const r = rows[0];
+  // SQLite answers 1/0, PostgreSQL true/false.
+  return r ? { revoked: Boolean(r.revoked), projectActive: Boolean(r.active), work: Boolean(r.pending) || Boolean(r.resend) } : null;
+}
+
 /** pending -> dispatched for one row; null when another claimer won it. */
 const CLAIM =
   `UPDATE commands SET status = 'dispatched', dispatched_at = ?, last_sent_at = ?, send_count = send_count + 1, claimed_session = ? ` +

@@ -4,7 +4,7 @@
 import { Type, type Static } from '@sinclair/typebox';
 import type { Server } from 'bun';
 import { agentStandingOf, recordProbe, touchAgentLiveness } from '../agents/service.ts';
-import { claimCommands, commandFramePayload, failUnsignable, LONGPOLL_SIGN_FAILED } from '../commands/delivery.ts';
+import { claimCommands, commandFramePayload, failUnsignable, LONGPOLL_SIGN_FAILED, quietPass } from '../commands/delivery.ts';
 import { ApiError, errorResponse, jsonResponse, validationFailed } from '../http/errors.ts';
 import { requestIdOf } from '../http/request.ts';
 import { Answer, Nullable } from '../http/schemas.ts';
@@ -268,8 +268,7 @@ export async function handlePoll(
     };
     const deadline = nowMicros() + wait! * 1_000_000;
     // The token and project are re-validated before every pass and before an empty answer.
-    const standing = async (): Promise<Response | null> => {
-      const s = await agentStandingOf(ctx.db, agent.id);
+    const refusalOf = async (s: { revoked: boolean; projectActive: boolean } | null): Promise<Response | null> => {
       if (!s || s.revoked) return fail(request, invalidToken(), headers);
       if (!s.projectActive) {
         await noteProjectInactive(ctx, agent.id, agent.project_id, admitted.ip, COMMANDS_ROUTE);
@@ -277,25 +276,40 @@ export async function handlePoll(
       }
       return null;
     };
+    const standing = async (): Promise<Response | null> => refusalOf(await agentStandingOf(ctx.db, agent.id));
+    // The first pass and every pass after a wake-up read the candidates and claim (three statements).
+    // A re-check after a quiet wait first asks, in one statement with the agent's standing, whether
+    // there is anything to claim: 2,500 waiting polls re-checking every 5 s made three statements
+    // each, over a third of all a replica sent (issue 19, bench/replicas.ts), and nearly all found nothing.
+    let claiming = true;
     for (;;) {
       // A command signalled while this pass reads ends the wait below at once (no wake-up falls in between).
       const mark = rt.wakeMark(agent.id);
-      // Re-validated alongside the first read of candidates; nothing is claimed unless it passes.
-      const check = standing();
-      const gate = check.then((refused) => refused === null && !request.signal.aborted);
-      const rows = await claimCommands(ctx.db, { agentId: agent.id, max: maxFrames!, retryEngines, session: entry.state.label, redispatch, gate });
-      const refused = await check;
-      if (refused) return refused;
-      // A client that hung up has nothing claimed for it (the gate saw the abort).
-      if (request.signal.aborted) return jsonResponse(200, { frames: [] }, headers);
-      if (rows.length > 0) ctx.reactions.commandsChanged?.(agent.project_id, rows.map((r) => r.id));
-      if (rows.length > 0) return jsonResponse(200, { frames: await signClaimed(ctx, entry.state, rows) }, headers);
+      if (!claiming) {
+        const quiet = await quietPass(ctx.db, agent.id, redispatch);
+        const refused = await refusalOf(quiet);
+        if (refused) return refused;
+        claiming = quiet!.work;
+      }
+      if (claiming) {
+        // Re-validated alongside the first read of candidates; nothing is claimed unless it passes.
+        const check = standing();
+        const gate = check.then((refused) => refused === null && !request.signal.aborted);
+        const rows = await claimCommands(ctx.db, { agentId: agent.id, max: maxFrames!, retryEngines, session: entry.state.label, redispatch, gate });
+        const refused = await check;
+        if (refused) return refused;
+        // A client that hung up has nothing claimed for it (the gate saw the abort).
+        if (request.signal.aborted) return jsonResponse(200, { frames: [] }, headers);
+        if (rows.length > 0) ctx.reactions.commandsChanged?.(agent.project_id, rows.map((r) => r.id));
+        if (rows.length > 0) return jsonResponse(200, { frames: await signClaimed(ctx, entry.state, rows) }, headers);
+      }
       const remainingMs = (deadline - nowMicros()) / 1000;
       if (remainingMs <= 0) break;
       // Woken at once by a command issued here or signalled by another process or replica
       // (transport/signals.ts), or by the 300 ms sweep of waiting polls when a signal was lost;
       // re-checks by itself every 250 ms where nothing of that runs (runtime.ts recheckMs).
       await rt.waitForSignal(agent.id, Math.min(rt.recheckMs(), remainingMs), mark);
+      claiming = rt.wakeMark(agent.id) !== mark;
     }
     return (await standing()) ?? jsonResponse(200, { frames: [] }, headers);
   } finally {

@@ -247,7 +247,8 @@ async function agentStatus(ctx: AppContext, fc: FrameContext, frame: VerifiedSig
   if (fc.statusTimes.length >= STATUS_SAMPLES_PER_MINUTE) return { kind: 'drop', message: 'status sample dropped: more than 12 per minute' };
   fc.statusTimes.push(now);
   const row = agentStatusSampleRow(fc, frame.id, isoMicros(frame.tsMicros), frame.payload);
-  await asLiveAgent(ctx, fc, (tx) => storeHealthSample(tx, row));
+  // Shares a transaction with other agents' samples and liveness (agents/pulse.ts), which checks the agent as asLiveAgent does.
+  if ((await storeHealthSample(ctx.db, row)) === 'revoked') return { kind: 'revoked' };
   return { kind: 'durable' };
 }
 

@@ -466,6 +466,26 @@ describe('polls', () => {
     expect(r.body.detail).toBe('invalid agent token');
   });
 
+  // The re-checks after a quiet wait ask one statement whether anything is there (commands/store.ts quietPassOf).
+  test('a re-send falling due during a wait is found by a re-check, with no wake-up', async () => {
+    const clock = manualClock();
+    const cmd = await issue({ action: 'cancel_task' });
+    expect(agent.verifyAll((await agent.poll({ wait: 0 })).body.frames).map((f) => f.id)).toEqual([cmd.id]);
+    const waiting = agent.poll({ wait: 30 });
+    await until(() => svc.ctx.agentTransport.waitingOn(agent.agentId) > 0, 5000, 'the poll to wait');
+    const r = await advanceUntil(clock, waiting);
+    expect(agent.verifyAll(r.body.frames).map((f) => f.id)).toEqual([cmd.id]);
+  });
+
+  test('a project archived during a wait (no signal) ends the poll at a re-check with 403 project_inactive', async () => {
+    const clock = manualClock();
+    const waiting = agent.poll({ wait: 30 });
+    await until(() => svc.ctx.agentTransport.waitingOn(agent.agentId) > 0, 5000, 'the poll to wait');
+    await svc.ctx.db.tx((tx) => tx.run(sql`UPDATE projects SET archived_at = ${new Date().toISOString()} WHERE id = ${project.id}`));
+    const r = await advanceUntil(clock, waiting);
+    expect(r).toMatchObject({ status: 403, body: { error: 'project_inactive' } });
+  });
+
   test('command ack and result through uploads; a late result after a timeout is ignored', async () => {
     const clock = manualClock();
     agent.newSession();

@@ -17,7 +17,7 @@ import {
   touchAgentLiveness,
   RESERVED_NAME_PREFIX,
 } from '../../src/agents/service.ts';
-import { ManualClock, isoMicros, nowMicros, resetClock, setClock } from '../../src/lib/clock.ts';
+import { ManualClock, isoMicros, nowIso, nowMicros, resetClock, setClock } from '../../src/lib/clock.ts';
 import { agentTokenHash, deriveProjectSecret } from '../../src/transport/credentials.ts';
 import { offlineSweep } from '../../src/transport/jobs.ts';
 import { agentStatusSampleRow } from '../../src/transport/status.ts';
@@ -123,13 +123,15 @@ describe(`agents on ${testDialect()}`, () => {
     const minted = await mintAgent(svc.ctx, project.id, 'h', TEST_ACTOR);
     const where = { agentId: minted.agent.id, projectId: project.id, workerId: 'bare-1-1' };
     const base = nowMicros();
-    await svc.ctx.db.tx(async (tx) => {
-      for (let i = 0; i < 105; i++) {
+    // Sent side by side: the samples share transactions (agents/pulse.ts), the re-sent one among them.
+    const outcomes = await Promise.all(
+      Array.from({ length: 105 }, (_, i) => {
         const loss = i === 104 ? { buffer_id: 'b', runtime_id: 'r', event_records: 2 } : null;
-        await storeHealthSample(tx, agentStatusSampleRow(where, `as_${i}`, isoMicros(base + i * 1000), { telemetry_loss: loss, buffer_depth: i }));
-      }
-      expect(await storeHealthSample(tx, agentStatusSampleRow(where, 'as_104', isoMicros(base), {}))).toBe(false);
-    });
+        return storeHealthSample(svc.ctx.db, agentStatusSampleRow(where, `as_${i}`, isoMicros(base + i * 1000), { telemetry_loss: loss, buffer_depth: i }));
+      }),
+    );
+    expect(new Set(outcomes)).toEqual(new Set(['stored']));
+    expect(await storeHealthSample(svc.ctx.db, agentStatusSampleRow(where, 'as_104', isoMicros(base), {}))).toBe('duplicate');
     const samples = await agentHealth(svc.ctx.db, project.id, minted.agent.id);
     expect(samples).toHaveLength(100);
     expect(samples[0]).toEqual({ id: expect.any(String), captured_at: isoMicros(base + 104_000), worker_id: 'bare-1-1', telemetry_loss: { buffer_id: 'b', runtime_id: 'r', event_records: 2 } });
@@ -170,5 +172,30 @@ describe(`agents on ${testDialect()}`, () => {
     expect((await getAgent(svc.ctx.db, project.id, a.id)).state).toBe('online');
     await revokeAgent(svc.ctx, project.id, a.id, TEST_ACTOR);
     expect(await touchAgentLiveness(svc.ctx.db, a.id)).toEqual({ live: false, cameOnline: false });
+    const where = { agentId: a.id, projectId: project.id, workerId: 'w' };
+    expect(await storeHealthSample(svc.ctx.db, agentStatusSampleRow(where, 'as_revoked', nowIso(), {}))).toBe('revoked');
+  });
+
+  test('liveness of many agents at once: each is seen, comes online once, a revoked one is refused', async () => {
+    const clock = new ManualClock(nowMicros());
+    setClock(clock);
+    const agents = await Promise.all(Array.from({ length: 12 }, (_, i) => mintAgent(svc.ctx, project.id, `many-${i}`, TEST_ACTOR).then((m) => m.agent)));
+    const [gone, ...rest] = agents;
+    await revokeAgent(svc.ctx, project.id, gone!.id, TEST_ACTOR);
+    // Touched side by side (twice each, as two frames of one agent): they share transactions (agents/pulse.ts).
+    const first = await Promise.all(agents.flatMap((a) => [touchAgentLiveness(svc.ctx.db, a.id), touchAgentLiveness(svc.ctx.db, a.id)]));
+    expect(first.slice(0, 2)).toEqual([{ live: false, cameOnline: false }, { live: false, cameOnline: false }]);
+    // agent.online fires once per agent.
+    expect(first.slice(2).filter((s) => s.cameOnline)).toHaveLength(rest.length);
+    expect(first.slice(2).every((s) => s.live)).toBe(true);
+    const listed = await listAgents(svc.ctx.db, project.id);
+    const t1 = clock.nowMicros();
+    for (const a of rest) expect(listed.find((x) => x.id === a.id)).toMatchObject({ state: 'online', last_seen_at: isoMicros(t1) });
+    // Seen again later: last_seen_at advances, nothing comes online again.
+    clock.advance(5_000);
+    const again = await Promise.all(rest.map((a) => touchAgentLiveness(svc.ctx.db, a.id)));
+    expect(again).toEqual(rest.map(() => ({ live: true, cameOnline: false })));
+    const relisted = await listAgents(svc.ctx.db, project.id);
+    for (const a of rest) expect(relisted.find((x) => x.id === a.id)!.last_seen_at).toBe(isoMicros(clock.nowMicros()));
   });
 });
