@@ -153,14 +153,14 @@ function upsertStatement(client: Database, cells: (string | number | null)[] | n
   return statement;
 }
 
-/** SQLite: the rows and their search index entries (migration 0018). `stored` holds each stored
+/** SQLite: the rows and their search index entries (migration 0010). `stored` holds each stored
  * task as read in this transaction (SQLite's one writer: nothing changed since); a task absent from
  * it is new. A searched value a task already holds is left out of the write (z4j agents repeat the
- * task's name in every event), and its search entry is replaced only when a searched value changed,
- * with the values read (FTS5's 'delete' needs the text the entry was made from). */
+ * task's name in every event), and its search entry is replaced only when a searched value changed:
+ * a contentless entry is replaced by a delete and an insert, which cost more than the upsert. */
 function upsertTasksSqlite(client: Database, rows: TaskRow[], stored: ReadonlyMap<string, StoredTask>): void {
   const added: [rowid: number, values: (string | number | null)[]][] = [];
-  const changed: StoredSearch[] = [];
+  const changed: number[] = [];
   for (const row of rows) {
     const cells = cellsOf(TASK_WRITE, row);
     const before = stored.size > 0 ? stored.get(taskKey(row.engine, row.task_id))?.search : undefined;
@@ -179,25 +179,25 @@ function upsertTasksSqlite(client: Database, rows: TaskRow[], stored: ReadonlyMa
       else searchedChange = true;
     });
     upsertStatement(client, cells).run(...(cells as never[]));
-    if (searchedChange) changed.push(before);
+    if (searchedChange) changed.push(before.r);
   }
   indexForSearch(client, added, changed);
 }
 
 /** SQLite: search index entries of new rows (from the values bound) and of rows whose searched text
- * changed (the old entry deleted with the values read before the write, the new one made from the
- * row as stored now). Deletes come first, as FTS5 keeps the terms of a transaction in memory until
- * it writes them out, and a delete among inserts would write them out early. Values are bound, not
- * selected into the index: INSERT INTO a virtual table ... SELECT stages its rows first and cost
- * twice as much. */
-function indexForSearch(client: Database, added: [number, (string | number | null)[]][], changed: StoredSearch[]): void {
+ * changed (the old entry deleted by rowid, the new one made from the row as stored now). Deletes come
+ * first: FTS5 flushes the terms it holds in memory to a new segment before a delete, so interleaved
+ * they would cost a segment per row (as a trigger in the upsert statement would, through its
+ * savepoint). Values are bound, not selected into the index: INSERT INTO a virtual table ... SELECT
+ * stages its rows first and cost twice as much. */
+function indexForSearch(client: Database, added: [number, (string | number | null)[]][], changed: number[]): void {
   const columns = SEARCHED.join(', ');
-  const drop = client.query(`INSERT INTO tasks_fts (tasks_fts, rowid, ${columns}) VALUES ('delete', ?, ?, ?, ?, ?, ?)`);
-  for (const old of changed) drop.run(old.r, ...SEARCHED.map((name) => old[name]));
+  const drop = client.query('DELETE FROM tasks_fts WHERE rowid = ?');
+  for (const r of changed) drop.run(r);
   const read = client.query<Searched, [number]>(`SELECT ${columns} FROM tasks WHERE rowid = ?`);
   const add = client.query(`INSERT INTO tasks_fts (rowid, ${columns}) VALUES (?, ?, ?, ?, ?, ?)`);
   for (const [r, values] of added) add.run(r, ...(values as never[]));
-  for (const { r } of changed) {
+  for (const r of changed) {
     const now = read.get(r)!;
     add.run(r, ...SEARCHED.map((name) => now[name]));
   }
