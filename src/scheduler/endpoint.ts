@@ -199,7 +199,7 @@ export async function startSchedulerEndpoint(ctx: AppContext): Promise<Scheduler
       if (rest.length === 1 && method === 'GET') {
         const token = await ownedToken(ctx.db);
         if (url.searchParams.get('token') === token) return new Reply(200, { token, changed: false });
-        return new Reply(200, { token, changed: true, server_time: isoMicros(nowMicros()), schedules: await ownedList(ctx.db, scope) });
+        return new Reply(200, { token, changed: true, server_time: isoMicros(nowMicros()), fire_buffer_seconds: c.SVC_SCHEDULE_FIRE_BUFFER_SECONDS, schedules: await ownedList(ctx.db, scope) });
       }
       if (rest.length === 1 && method === 'POST') {
         const body = (await readBody(req)) as Record<string, unknown>;

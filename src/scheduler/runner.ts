@@ -15,10 +15,11 @@
 // Where runs start: the service's expectation (next_run_at), which every fire
 // moves past its run, so all schedulers agree on interval grids too. Runs
 // missed while no scheduler ran follow the schedule's catch_up (skip;
-// fire_one_missed: the latest; fire_all_missed: each, at most
-// SVC_SCHEDULER_CATCH_UP_MAX); skipped ones are what the misfire detector
-// reports. A fire the service could not be reached for is retried (the unique
-// row makes a retry safe) for up to a minute.
+// fire_one_missed: the latest; fire_all_missed: the latest
+// SVC_SCHEDULER_CATCH_UP_MAX, none older than the service's fire buffer);
+// skipped ones are what the misfire detector reports. A fire the service
+// could not be reached for is retried (the unique row makes a retry safe) for
+// up to a minute.
 import { isoMicros, parseIsoMicros } from '../lib/clock.ts';
 import { nextRunAfter } from '../schedules/next-run.ts';
 import { BrainError, type BrainClient } from './client.ts';
@@ -140,6 +141,8 @@ export class SchedulerRunner {
   private readonly jitter: number[] = [];
   private readonly tolerance: number;
   private readonly retryFor: number;
+  /** SVC_SCHEDULE_FIRE_BUFFER_SECONDS of the service (µs) once a sync said it: older runs are not caught up. */
+  private fireBufferUs: number | null = null;
   readonly stats = {
     started_at: isoMicros(nowUs()),
     fires_sent: 0,
@@ -217,6 +220,7 @@ export class SchedulerRunner {
       this.stats.last_sync_at = isoMicros(nowUs());
       if (this.stats.last_sync_ok === false) this.o.log.info({}, 'the service answers again');
       this.stats.last_sync_ok = true;
+      if (typeof list.fire_buffer_seconds === 'number') this.fireBufferUs = list.fire_buffer_seconds * 1_000_000;
       if (list.changed && list.schedules) {
         this.reconcile(list.schedules);
         this.token = list.token;
@@ -264,13 +268,26 @@ export class SchedulerRunner {
     const expected = s.next_run_at ? parseIsoMicros(s.next_run_at) : null;
     if (expected === null) return this.schedule(e, this.after(s, now, null));
     if (expected >= now - this.tolerance) return this.schedule(e, expected);
-    // Runs missed while no scheduler ran.
-    const missed: number[] = [];
-    for (let at: number | null = expected; at !== null && at <= now && missed.length <= this.o.catchUpMax; at = this.after(s, at, at)) missed.push(at);
-    const toFire = s.catch_up === 'fire_all_missed' ? missed.slice(-this.o.catchUpMax) : s.catch_up === 'fire_one_missed' ? missed.slice(-1) : [];
+    // Runs missed while no scheduler ran: the latest ones, and none the service would refuse as older
+    // than its fire buffer (too_late).
+    const want = s.catch_up === 'fire_all_missed' ? this.o.catchUpMax : s.catch_up === 'fire_one_missed' ? 1 : 0;
+    const from = this.fireBufferUs === null ? expected : Math.max(expected, now - this.fireBufferUs);
+    const toFire = want > 0 ? this.latestRuns(s, expected, from, now, want) : [];
     for (const at of toFire) this.enqueue(s.id, isoMicros(at));
-    if (missed.length > 0) this.o.log.info({ schedule_id: s.id, name: s.name, missed: missed.length, fired: toFire.length, catch_up: s.catch_up }, 'runs missed while no scheduler ran');
+    this.o.log.info({ schedule_id: s.id, name: s.name, missed_since: s.next_run_at, fired: toFire.length, catch_up: s.catch_up }, 'runs missed while no scheduler ran');
     this.schedule(e, this.after(s, now, s.kind === 'interval' ? expected : null));
+  }
+
+  /** The latest `n` runs in [from, now] (µs, oldest first), `anchor` being the expected run interval
+   * grids count from. The window widens back from now, so a schedule missed for long costs about what
+   * it fires, not every run it missed. */
+  private latestRuns(s: WireSchedule, anchor: number, from: number, now: number, n: number): number[] {
+    for (let width = 60_000_000; ; width *= 2) {
+      const start = Math.max(from, now - width);
+      const runs: number[] = [];
+      for (let at = start <= anchor ? anchor : this.after(s, start - 1, anchor); at !== null && at <= now; at = this.after(s, at, anchor)) runs.push(at);
+      if (runs.length >= n || start === from) return runs.slice(-n);
+    }
   }
 
   private after(s: WireSchedule, afterUs: number, anchorUs: number | null): number | null {

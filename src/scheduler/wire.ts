@@ -30,5 +30,7 @@ export interface WireList {
   token: string;
   changed: boolean;
   server_time?: string;
+  /** The service's SVC_SCHEDULE_FIRE_BUFFER_SECONDS: runs older than this are refused (too_late). */
+  fire_buffer_seconds?: number;
   schedules?: WireSchedule[];
 }

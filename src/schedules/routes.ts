@@ -11,7 +11,7 @@ import { actorOf } from '../auth/actor.ts';
 import { principalOf } from '../auth/principal.ts';
 import type { Contract } from '../http/contract.ts';
 import { Success } from '../http/contract.ts';
-import { ApiError } from '../http/errors.ts';
+import { ApiError, validationFailed } from '../http/errors.ts';
 import { ProjectPath, ProjectSlug, Uuid } from '../http/schemas.ts';
 import { requestIpOf } from '../http/request.ts';
 import { nowMicros } from '../lib/clock.ts';
@@ -49,6 +49,8 @@ const OPERATE = { user: { scope: 'schedules:write' }, project: 'operator' } as c
 const ADMIN = { user: { scope: 'schedules:write' }, project: 'admin' } as const;
 const SchedulePath = Type.Object({ slug: ProjectSlug, schedule_id: Uuid });
 const NOT_FOUND = { 404: ['not_found'] } as const;
+/** The most `ids` GET /upcoming takes, as UpcomingQuery says (its length limit alone lets 102 uuids through). */
+const MAX_UPCOMING_IDS = 100;
 /** Controls routed to the schedule's scheduler: none of its agents online. */
 const CONTROL_ERRORS = { 404: ['not_found'], 409: ['no_online_agent'] } as const;
 
@@ -137,9 +139,9 @@ export const scheduleRoutes = (ctx: AppContext) => {
         }),
       },
     )
-    .get('/misfires', async ({ request, query }) => listMisfires(ctx.db, grantOf(request).project, query.limit ?? 50), {
+    .get('/misfires', async ({ request, query }) => listMisfires(ctx.db, grantOf(request).project, query.limit ?? 50, query.schedule_id), {
       ...guarded(ctx, {
-        summary: "The project's detected schedule misfires across all its schedules, newest first (limit default 50, at most 1000)",
+        summary: "The project's detected schedule misfires across all its schedules, or one schedule's (`schedule_id`), newest first (limit default 50, at most 1000)",
         access: READ,
         params: ProjectPath,
         query: MisfiresQuery,
@@ -150,6 +152,7 @@ export const scheduleRoutes = (ctx: AppContext) => {
       '/upcoming',
       ({ request, query }) => {
         const ids = query.ids ? query.ids.split(',').map((x) => x.trim()).filter((x) => x !== '') : null;
+        if (ids && ids.length > MAX_UPCOMING_IDS) throw validationFailed([{ path: '/ids', message: `at most ${MAX_UPCOMING_IDS} schedule ids`, location: 'query' }]);
         return upcomingForProject(ctx.db, grantOf(request).project.id, ids, query.count ?? 5);
       },
       {

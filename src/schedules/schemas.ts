@@ -187,7 +187,10 @@ export const ListQuery = Type.Object({
   scheduler: Type.Optional(Type.String({ maxLength: 40 })),
 });
 export const FiresQuery = Type.Object({ limit: Type.Optional(t.Integer({ minimum: 1, maximum: 500 })) });
-export const MisfiresQuery = Type.Object({ limit: Type.Optional(t.Integer({ minimum: 1, maximum: 1000 })) });
+export const MisfiresQuery = Type.Object({
+  limit: Type.Optional(t.Integer({ minimum: 1, maximum: 1000 })),
+  schedule_id: Type.Optional(Uuid),
+});
 
 /** A run as the dashboard shows it: the instant and its wall-clock time in each zone asked for. */
 const ZonedTime = Type.Object(

@@ -143,8 +143,8 @@ export const MISFIRES_DEFAULT_LIMIT = 50;
 export const MISFIRES_MAX_LIMIT = 1000;
 
 /** A project's detected misfires, newest first (the API and `svc misfires`). */
-export async function listMisfires(ex: Executor, project: { id: string; slug: string }, limit = MISFIRES_DEFAULT_LIMIT): Promise<MisfireList> {
-  const rows = await misfiresOf(ex, project.id, Math.min(Math.max(limit, 1), MISFIRES_MAX_LIMIT));
+export async function listMisfires(ex: Executor, project: { id: string; slug: string }, limit = MISFIRES_DEFAULT_LIMIT, scheduleId?: string): Promise<MisfireList> {
+  const rows = await misfiresOf(ex, project.id, Math.min(Math.max(limit, 1), MISFIRES_MAX_LIMIT), scheduleId);
   return {
     project: project.slug,
     misfires: rows.map((m) => ({

@@ -179,9 +179,11 @@ export async function insertMisfire(ex: Executor, row: MisfireRow): Promise<void
   await ex.q.insert(m).values(row);
 }
 
-export async function misfiresOf(ex: Executor, projectId: string, limit: number): Promise<MisfireRow[]> {
+/** A project's misfires newest first, or one schedule's of them. */
+export async function misfiresOf(ex: Executor, projectId: string, limit: number, scheduleId?: string): Promise<MisfireRow[]> {
   const { scheduleMisfires: m } = tablesOf(ex);
-  return ex.q.select().from(m).where(eq(m.project_id, projectId)).orderBy(desc(m.detected_at), desc(m.id)).limit(limit);
+  const where = scheduleId === undefined ? eq(m.project_id, projectId) : and(eq(m.project_id, projectId), eq(m.schedule_id, scheduleId));
+  return ex.q.select().from(m).where(where).orderBy(desc(m.detected_at), desc(m.id)).limit(limit);
 }
 
 // --- external-schedule streams and snapshot staging --------------------------------

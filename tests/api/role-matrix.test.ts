@@ -127,6 +127,9 @@ const ROWS: Row[] = [
   { name: 'GET /admin/settings', request: async () => ({ method: 'GET', path: '/api/v1/admin/settings' }), expect: onlyGlobalAdmin(200) },
   { name: 'GET /admin/system/versions', request: async () => ({ method: 'GET', path: '/api/v1/admin/system/versions' }), expect: onlyGlobalAdmin(200) },
   { name: 'POST /admin/system/versions/check', request: async () => ({ method: 'POST', path: '/api/v1/admin/system/versions/check' }), expect: onlyGlobalAdmin(404) },
+  // health reports: every signed-in user; keys need health:read (admin:* holds it)
+  { name: 'GET /health/system', request: async () => ({ method: 'GET', path: '/api/v1/health/system' }), expect: { anonymous: 401, key_without_scope: 403, rest: 200 } },
+  { name: 'GET /health/deep', request: async () => ({ method: 'GET', path: '/api/v1/health/deep' }), expect: { anonymous: 401, key_without_scope: 403, rest: 200 } },
   // projects
   { name: 'GET /projects', request: async () => ({ method: 'GET', path: '/api/v1/projects' }), expect: { anonymous: 401, key_without_scope: 403, rest: 200 } },
   {
@@ -246,6 +249,14 @@ const ROWS: Row[] = [
     expect: { ...projectAdmin(201), key_with_scope: 201 },
   },
   { name: 'GET /projects/{slug}/schedules/misfires', request: async () => ({ method: 'GET', path: `${schedules}/misfires` }), expect: projectRead },
+  { name: 'GET /projects/{slug}/schedules/upcoming', request: async () => ({ method: 'GET', path: `${schedules}/upcoming` }), expect: projectRead },
+  { name: 'GET /projects/{slug}/schedules/{id}/upcoming', request: async () => ({ method: 'GET', path: `${schedules}/${await newSchedule()}/upcoming` }), expect: projectRead },
+  { name: 'GET /projects/{slug}/schedules/timezone', request: async () => ({ method: 'GET', path: `${schedules}/timezone` }), expect: projectRead },
+  {
+    name: 'PUT /projects/{slug}/schedules/timezone',
+    request: async () => ({ method: 'PUT', path: `${schedules}/timezone`, opts: { body: { timezone: 'Europe/Berlin' } } }),
+    expect: { ...projectAdmin(200), key_with_scope: 200 },
+  },
   { name: 'POST /projects/{slug}/schedules/diff', request: async () => ({ method: 'POST', path: `${schedules}/diff`, opts: { body: { schedules: [scheduleBody()] } } }), expect: { ...projectAdmin(200), key_with_scope: 200 } },
   {
     name: 'POST /projects/{slug}/schedules/import',

@@ -4,7 +4,8 @@
 // `scheduler.misfire_detected` audit row and a schedule.misfired notification
 // (an inbox row through the dispatcher). While an agent advertising the adapter
 // is online the expectation just moves on. Two processes sweeping at once record
-// one misfire. GET /schedules/misfires lists them newest first, for viewers.
+// one misfire. GET /schedules/misfires lists them newest first, for viewers,
+// the project's or one schedule's.
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
 import { sql } from 'drizzle-orm';
 import { sweepOfflineAgents } from '../../src/agents/service.ts';
@@ -130,8 +131,17 @@ describe(`misfires on ${testDialect()}`, () => {
     expect(await countRows(svc.ctx.db, 'schedule_misfires')).toBe(n0 + 1);
   });
 
-  test('GET /schedules/misfires: viewers of the project, limit, 404 outside it, 422 for a bad limit', async () => {
+  test('GET /schedules/misfires: viewers of the project, limit, one schedule\'s, 404 outside it, 422 for a bad limit or schedule id', async () => {
     expect((await misfires(viewer, '?limit=1')).body.misfires).toHaveLength(1);
+    const all = (await misfires()).body.misfires as any[];
+    const ids = [...new Set(all.map((m) => m.schedule_id))];
+    expect(ids.length).toBeGreaterThan(1);
+    for (const id of ids) {
+      const one = (await misfires(viewer, `?schedule_id=${id}`)).body.misfires;
+      expect(one).toEqual(all.filter((m) => m.schedule_id === id));
+    }
+    expect((await misfires(viewer, `?schedule_id=${crypto.randomUUID()}`)).body.misfires).toEqual([]);
+    expect((await misfires(viewer, '?schedule_id=nope')).status).toBe(422);
     expect((await misfires(outsider)).status).toBe(404);
     expect((await misfires(viewer, '?limit=0')).status).toBe(422);
     expect((await misfires(viewer, '?limit=1001')).status).toBe(422);

@@ -4,8 +4,9 @@
 // external-schedule stream svc activates on a scheduler agent and the snapshots
 // that reconcile the inventory, controls routed to an online agent advertising
 // the schedule's adapter (refused when none is), trigger-now, import diff vs
-// apply, fires buffered / replayed on connect / expired with their history, and
-// the circuit breaker.
+// apply, fires buffered / replayed on connect / expired with their history,
+// the notifications of fire outcomes and of the tasks fires submitted, the next
+// runs and the project's time zone, and the circuit breaker.
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
 import { sql } from 'drizzle-orm';
 import { expireBufferedFires } from '../../src/commands/service.ts';
@@ -15,12 +16,13 @@ import { activationSweep } from '../../src/schedules/inventory.ts';
 import { testDialect } from '../helpers/app.ts';
 import { countRows, liveService, mintTestAgent, until, type LiveService } from '../helpers/agents.ts';
 import { Browser, FAST_IDENTITY_ENV, mfaAdmin, userBrowser } from '../helpers/identity.ts';
-import { externalSnapshotEvents, scheduleRow, type ScheduleStream, type TestAgent, type WsAgent } from '../helpers/test-agent.ts';
+import { externalSnapshotEvents, scheduleRow, taskEvent, type ScheduleStream, type TestAgent, type WsAgent } from '../helpers/test-agent.ts';
 
 let svc: LiveService;
 let admin: Browser;
 let viewer: Browser & { id: string };
 let operator: Browser & { id: string };
+let outsider: Browser & { id: string };
 let project: { id: string; slug: string };
 const open: WsAgent[] = [];
 
@@ -31,6 +33,7 @@ beforeAll(async () => {
   project = { id: p.id, slug: p.slug };
   viewer = await userBrowser(admin, 'viewer@example.com');
   operator = await userBrowser(admin, 'operator@example.com');
+  outsider = await userBrowser(admin, 'outsider@example.com');
   for (const [b, role] of [[viewer, 'viewer'], [operator, 'operator']] as const) {
     expect((await admin.call('POST', '/api/v1/projects/default/memberships', { body: { user_id: b.id, role } })).status).toBe(201);
   }
@@ -142,9 +145,17 @@ describe(`schedules on ${testDialect()}`, () => {
     expect(rows.length - before).toBe(2);
     expect(rows.map((r) => r.user_id).sort()).toEqual(expect.arrayContaining([viewer.id, operator.id]));
     expect(rows.every((r) => r.project_id === project.id)).toBe(true);
-    // Reads refused are not audited; anonymous writes are (once per address and window).
+    // Reads refused are not audited; anonymous writes are (once per address and window), and so are
+    // writes of someone outside the project, answered 404 as if it did not exist.
     expect((await svc.call('POST', `${base}/${s.id}/disable`)).status).toBe(401);
     expect(await auditCount('schedules.access.unauth')).toBe(1);
+    expect((await outsider.call('GET', `${base}/${s.id}`)).status).toBe(404);
+    expect(await auditCount('schedules.access.not_found')).toBe(0);
+    const hidden = await outsider.call('POST', `${base}/${s.id}/trigger`);
+    expect([hidden.status, hidden.body.error]).toEqual([404, 'not_found']);
+    const [notFound] = await svc.ctx.db.all<{ user_id: string; result: string; metadata: any }>(sql`SELECT user_id, result, metadata FROM audit_log WHERE action = 'schedules.access.not_found'`);
+    expect(notFound).toMatchObject({ user_id: outsider.id, result: 'denied' });
+    expect(typeof notFound!.metadata === 'string' ? JSON.parse(notFound!.metadata) : notFound!.metadata).toMatchObject({ method: 'POST', path: `${base}/${s.id}/trigger`, status: 404 });
     // The operator may control svc's own schedule (no agent needed).
     const off = await operator.call('POST', `${base}/${s.id}/disable`);
     expect(off.status).toBe(200);
@@ -312,6 +323,98 @@ describe(`schedules on ${testDialect()}`, () => {
     const fires = (await admin.call('GET', `${base}/${s.id}/fires`)).body;
     expect(fires.map((f: any) => f.status)).toEqual(['buffer_expired', 'succeeded']);
     expect(fires[0]).toMatchObject({ error_code: 'buffer_expired', fire_id: t2.fire.fire_id });
+  });
+
+  test('notifications: a fire that succeeded, failed or expired in the buffer, and a task a fire submitted that failed, reach a subscriber\'s inbox linking to the schedule', async () => {
+    for (const trigger of ['schedule.fire.succeeded', 'schedule.fire.failed', 'schedule.task_failed']) {
+      expect((await viewer.call('POST', '/api/v1/user/subscriptions', { body: { project_id: project.id, trigger, in_app: true } })).status).toBe(201);
+    }
+    const s = await newSchedule({ engine: 'rq', task_name: 'jobs.nightly', name: 'nightly-rq' });
+    const path = `/projects/default/schedules/${s.id}`;
+    const inbox = async (trigger: string) => {
+      await svc.ctx.notifications.settled();
+      return ((await viewer.call('GET', '/api/v1/user/notifications?limit=200')).body.items as any[]).filter((n) => n.trigger === trigger && n.data.schedule_id === s.id);
+    };
+    const arrived = (trigger: string, n: number) => until(async () => (await inbox(trigger)).length >= n, 5000, `${n} ${trigger} inbox row(s)`);
+    const worker = await mintTestAgent(svc, project.id, svc.baseUrl);
+    const c = await connect(worker, { engines: ['rq'], capabilities: { rq: ['submit_task'] } });
+    const fireOnce = async (result: { status: 'success' | 'failed'; result: unknown; error: string | null }) => {
+      expect((await operator.call('POST', `${base}/${s.id}/trigger`)).status).toBe(202);
+      const cmd = await nextCommand(c);
+      c.send('command_result', { ...result, delivery_claim_token: null } as never, cmd.id!);
+    };
+
+    await fireOnce({ status: 'success', result: { job_id: 'rq-job-1' }, error: null });
+    await arrived('schedule.fire.succeeded', 1);
+    expect(await inbox('schedule.fire.succeeded')).toEqual([expect.objectContaining({ title: 'Schedule fired: nightly-rq', body: '', data: expect.objectContaining({ path, schedule_id: s.id }) })]);
+
+    await fireOnce({ status: 'failed', result: null, error: 'broker down' });
+    await arrived('schedule.fire.failed', 1);
+    expect(await inbox('schedule.fire.failed')).toEqual([expect.objectContaining({ title: 'Schedule fire failed: nightly-rq', body: 'broker down', data: expect.objectContaining({ path }) })]);
+
+    // The job the first fire submitted fails later: the task's failure names the schedule.
+    const batch = c.send('event_batch', { events: [taskEvent({ kind: 'task.failed', engine: 'rq', task_id: 'rq-job-1', data: { task_name: 'jobs.nightly', exception: 'ZeroDivisionError: division by zero' } })] } as never);
+    for (let f = await c.nextSigned(); !(f.type === 'event_batch_ack' && f.payload.acked_id === batch); f = await c.nextSigned());
+    await arrived('schedule.task_failed', 1);
+    expect(await inbox('schedule.task_failed')).toEqual([
+      expect.objectContaining({ title: 'Scheduled task failed: nightly-rq', body: 'ZeroDivisionError: division by zero', data: expect.objectContaining({ path, schedule_id: s.id }) }),
+    ]);
+
+    // No agent runs rq any more: the next fire waits in the buffer and expires, a failed fire too.
+    c.close();
+    await svc.ctx.db.tx((tx) => tx.run(sql`UPDATE agents SET state = 'offline' WHERE id = ${worker.agentId}`));
+    expect((await operator.call('POST', `${base}/${s.id}/trigger`)).body.fire.status).toBe('buffered');
+    setClock(new ManualClock(nowMicros() + 61_000_000));
+    try {
+      await expireBufferedFires(svc.ctx.db);
+      await syncFires(svc.ctx);
+    } finally {
+      resetClock();
+    }
+    await arrived('schedule.fire.failed', 2);
+    expect((await inbox('schedule.fire.failed'))[0]).toMatchObject({ body: 'buffer_expired: no agent advertising the engine came online in time', data: { path } });
+    // One row per outcome: nothing else was told twice.
+    expect([(await inbox('schedule.fire.succeeded')).length, (await inbox('schedule.task_failed')).length]).toEqual([1, 1]);
+  }, 30_000);
+
+  test("next runs and the project's time zone: counts and ids bounded, the zone checked and its change audited, a refusal audited", async () => {
+    const tz = `${base}/timezone`;
+    expect((await viewer.call('GET', tz)).body).toEqual({ timezone: 'UTC' });
+    const bad = await admin.call('PUT', tz, { body: { timezone: 'Mars/Olympus' } });
+    expect([bad.status, bad.body.error, bad.body.details.fields[0].path]).toEqual([422, 'validation_failed', '/timezone']);
+    const tzOperator = await userBrowser(admin, 'tz-operator@example.com');
+    expect((await admin.call('POST', '/api/v1/projects/default/memberships', { body: { user_id: tzOperator.id, role: 'operator' } })).status).toBe(201);
+    expect((await tzOperator.call('PUT', tz, { body: { timezone: 'Europe/Berlin' } })).status).toBe(403);
+    expect(await countRows(svc.ctx.db, 'audit_log', sql`action = 'schedules.access.denied' AND user_id = ${tzOperator.id}`)).toBe(1);
+    expect((await admin.call('PUT', tz, { body: { timezone: 'Europe/Berlin' } })).body).toEqual({ timezone: 'Europe/Berlin' });
+    expect((await admin.call('PUT', tz, { body: { timezone: 'Europe/Berlin' } })).status).toBe(200); // unchanged: no second row
+    const changes = await svc.ctx.db.all<{ target_id: string; metadata: any }>(sql`SELECT target_id, metadata FROM audit_log WHERE action = 'project.updated' AND project_id = ${project.id}`);
+    expect(changes.map((r) => [r.target_id, typeof r.metadata === 'string' ? JSON.parse(r.metadata) : r.metadata])).toEqual([[project.id, { changed: ['timezone'], timezone: 'Europe/Berlin', previous: 'UTC' }]]);
+    expect((await viewer.call('GET', tz)).body).toEqual({ timezone: 'Europe/Berlin' });
+
+    const nightly = await newSchedule({ kind: 'cron', expression: '0 3 * * *', timezone: 'America/New_York' });
+    const other = await newSchedule();
+    const one = await viewer.call('GET', `${base}/${nightly.id}/upcoming?count=3`);
+    expect(one.status).toBe(200);
+    expect(one.body.project_timezone).toBe('Europe/Berlin');
+    expect(one.body.schedules.map((x: any) => [x.schedule_id, x.timezone, x.runs.length])).toEqual([[nightly.id, 'America/New_York', 3]]);
+    const run = one.body.schedules[0].runs[0];
+    expect(run.zones.map((z: any) => z.zone)).toEqual(['UTC', 'Europe/Berlin', 'America/New_York']);
+    expect(run.zones[2].local).toMatch(/ 03:00:00$/);
+    expect((await viewer.call('GET', `${base}/${nightly.id}/upcoming`)).body.schedules[0].runs).toHaveLength(5);
+    for (const count of [0, 21]) expect((await viewer.call('GET', `${base}/${nightly.id}/upcoming?count=${count}`)).status).toBe(422);
+    expect((await viewer.call('GET', `${base}/${crypto.randomUUID()}/upcoming`)).status).toBe(404);
+
+    const some = await viewer.call('GET', `${base}/upcoming?ids=${nightly.id},${other.id}&count=20`);
+    expect(some.body.schedules.map((x: any) => [x.schedule_id, x.runs.length]).sort()).toEqual([[nightly.id, 20], [other.id, 20]].sort());
+    expect((await viewer.call('GET', `${base}/upcoming`)).body.schedules.length).toBeGreaterThan(2);
+    // At most 100 ids, in the characters ids have.
+    const ids = (n: number) => [nightly.id, ...Array.from({ length: n - 1 }, () => crypto.randomUUID())].join(',');
+    expect((await viewer.call('GET', `${base}/upcoming?ids=${ids(100)}`)).body.schedules.map((x: any) => x.schedule_id)).toEqual([nightly.id]);
+    const many = await viewer.call('GET', `${base}/upcoming?ids=${ids(101)}`);
+    expect([many.status, many.body.error, many.body.details.fields[0].path]).toEqual([422, 'validation_failed', '/ids']);
+    expect((await viewer.call('GET', `${base}/upcoming?ids=${encodeURIComponent('é'.repeat(50))}`)).status).toBe(422);
+    expect((await viewer.call('GET', `${base}/upcoming?count=21`)).status).toBe(422);
   });
 
   test('circuit breaker: failed fires in a row pause the schedule, audited and notified; a success in between resets the streak', async () => {

@@ -181,12 +181,14 @@ function ProjectZone(props: { slug: string; zone: string; canChange: boolean; on
 }
 
 export function Misfires(props: { slug: string; scheduleId?: string }) {
-  const misfires = useResource(() => api.get<ScheduleMisfireList>(`${schedulesPath(props.slug)}/misfires`, { limit: '100' }), [props.slug]);
+  const misfires = useResource(
+    () => api.get<ScheduleMisfireList>(`${schedulesPath(props.slug)}/misfires`, { limit: '100', ...(props.scheduleId ? { schedule_id: props.scheduleId } : {}) }),
+    [props.slug, props.scheduleId],
+  );
   return (
     <Section title="Misfires" actions={<button type="button" class="secondary" onClick={() => void misfires.reload()}>Refresh</button>}>
       <Loaded resource={misfires}>
-        {(list) => {
-          const rows = list.misfires.filter((m) => !props.scheduleId || m.schedule_id === props.scheduleId);
+        {({ misfires: rows }) => {
           if (rows.length === 0) {
             return (
               <Empty title="No misfires">
