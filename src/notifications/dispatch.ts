@@ -5,8 +5,11 @@
 // conditional update, the inbox rows are written, and then every channel
 // named is sent to, at most SEND_CONCURRENCY at a time, each within its
 // timeout; one delivery row per attempt. A dead receiver costs a failed row
-// and a slot for its timeout, never the caller's time: the queue is bounded
-// and a full one drops fires (counted and logged).
+// and a slot for its timeout, never the caller's time. Both waits are bounded:
+// a full queue drops fires (counted and logged), and a send beyond
+// SEND_BACKLOG is not attempted but logged as a failed delivery row (counted),
+// so a slow receiver in a failure storm costs rows, not memory. Fires live in
+// memory only: a process that dies between the commit and the send loses them.
 import type { AuditService } from '../audit/service.ts';
 import type { Config } from '../config/load.ts';
 import type { Db, Executor } from '../db/connect.ts';
@@ -43,10 +46,14 @@ export const QUEUE_LIMIT = 10_000;
 /** Fires handled together (one read of subscriptions per project and trigger, one transaction). */
 const BATCH = 200;
 const SEND_CONCURRENCY = 16;
+/** Sends waiting for a slot or under way; beyond this a send is not attempted (a failed row says so). */
+export const SEND_BACKLOG = 1000;
+/** At shutdown: how long queued fires and waiting sends may still go out, and the margin after the last send's timeout. */
+const STOP_GRACE_MS = 5000;
 /** Delivery rows of sends ending within this long are written together. */
 const LOG_FLUSH_MS = 50;
-/** A full queue is logged at most once in this long (the dropped counter counts every fire). */
-const DROP_WARNING_INTERVAL_MS = 10_000;
+/** A loss (full queue, full backlog) is logged at most once in this long; its counter counts every one. */
+const LOSS_WARNING_INTERVAL_MS = 10_000;
 /** While agents' events are being stored (one commit in this long), fires wait... */
 const INGEST_QUIET_MS = 25;
 /** ...but never longer than this after they were queued. */
@@ -75,10 +82,29 @@ function notificationMetrics(m: NotifyDeps['metrics']) {
   return {
     fired: m.counter('svc_notifications_fired_total', 'Triggers fired and evaluated, by trigger.', ['trigger']),
     cooled: m.counter('svc_notifications_cooldown_skipped_total', 'Subscription matches suppressed by their cooldown.'),
-    dropped: m.counter('svc_notifications_dropped_total', 'Fires dropped because the dispatch queue was full.'),
+    dropped: m.counter('svc_notifications_dropped_total', 'Fires dropped because the dispatch queue was full or the service was stopping.'),
+    backlogFull: m.counter('svc_notifications_backlog_full_total', 'Channel sends not attempted because SEND_BACKLOG sends were already waiting or under way.'),
     deliveries: m.counter('svc_notification_deliveries_total', 'Channel sends, by channel type and status.', ['type', 'status']),
   };
 }
+
+/** Logs a kind of loss at most once per LOSS_WARNING_INTERVAL_MS, with how many were lost since the last line:
+ * under a storm a line per loss would flood the log (the counters count each one). */
+function lossWarning(message: string): (lost: number, context: Record<string, unknown>) => void {
+  let warnedAt = -Infinity;
+  let since = 0;
+  return (lost, context) => {
+    since += lost;
+    const now = performance.now();
+    if (now - warnedAt < LOSS_WARNING_INTERVAL_MS) return;
+    log.warn({ lost: since, ...context }, message);
+    warnedAt = now;
+    since = 0;
+  };
+}
+
+/** What a send that never began leaves in the delivery log. */
+const notSent = (why: string): SendResult => ({ success: false, status_code: null, error: `not sent: ${why}`, response_body: null });
 
 export class Notifications {
   /** Tests only: the outbound client's stand-in DNS and a certificate to trust. */
@@ -86,13 +112,16 @@ export class Notifications {
   private readonly queue: { fire: Fire; at: number }[] = [];
   private draining: Promise<void> | null = null;
   private slots = SEND_CONCURRENCY;
-  private readonly waiting: (() => void)[] = [];
+  /** Sends waiting for a slot: resolved with true when they get one, false when the service gives up on them. */
+  private readonly waiting: ((got: boolean) => void)[] = [];
   private readonly sends = new Set<Promise<void>>();
   private readonly logged: DeliveryRow[] = [];
   private flushing: Promise<void> | null = null;
-  /** The last "queue full" warning (performance.now()) and the fires dropped since. */
-  private warnedAt = -Infinity;
-  private droppedSinceWarning = 0;
+  /** Set by stop(): fires are refused; once `abandoned`, sends not yet begun are not attempted. */
+  private stopping = false;
+  private abandoned = false;
+  private readonly warnDropped = lossWarning('notification fires dropped: the queue is full or the service is stopping');
+  private readonly warnBacklog = lossWarning('notification send backlog full: sends not attempted');
   /** When the ingest path last stored task events (performance.now()): fires wait while it is busy. */
   private ingestAt = -Infinity;
 
@@ -120,31 +149,43 @@ export class Notifications {
 
   /** Queues fires; returns at once. */
   fire(fires: readonly Fire[]): void {
-    const room = QUEUE_LIMIT - this.queue.length;
+    const room = this.stopping ? 0 : QUEUE_LIMIT - this.queue.length;
     if (fires.length > room) {
       const lost = fires.length - Math.max(0, room);
       this.metrics.dropped.inc(lost);
-      this.droppedSinceWarning += lost;
-      // One line per interval, not per call: a full queue under heavy ingest would otherwise log per upload.
-      const now = performance.now();
-      if (now - this.warnedAt >= DROP_WARNING_INTERVAL_MS) {
-        log.warn({ dropped: this.droppedSinceWarning, queued: this.queue.length }, 'notification queue full: fires dropped');
-        this.warnedAt = now;
-        this.droppedSinceWarning = 0;
-      }
+      this.warnDropped(lost, { queued: this.queue.length, stopping: this.stopping });
     }
     const at = performance.now();
     for (const fire of fires.slice(0, Math.max(0, room))) this.queue.push({ fire, at });
     if (!this.draining && this.queue.length > 0) this.draining = new Promise((resolve) => setImmediate(() => void this.drain().finally(resolve)));
   }
 
-  /** Resolves once every queued fire is handled and every send has ended (tests, shutdown). */
+  /** Resolves once every queued fire is handled and every send has ended and is logged (tests, stop()). */
   async settled(): Promise<void> {
     while (this.draining || this.sends.size > 0 || this.flushing) {
       await this.draining;
       await Promise.all([...this.sends]);
       await this.flushing;
     }
+  }
+
+  /**
+   * Shutdown, before the database closes: new fires are refused; queued ones are handled and their sends
+   * made for up to STOP_GRACE_MS. Then fires still queued are dropped (counted) and sends still waiting
+   * for a slot are logged as failed without being attempted; the sends under way end within their
+   * timeout and every delivery row is written. Bounded: 2 * STOP_GRACE_MS plus one send timeout.
+   */
+  async stop(): Promise<void> {
+    this.stopping = true;
+    if (await within(this.settled(), STOP_GRACE_MS)) return;
+    this.abandoned = true;
+    const dropped = this.queue.splice(0).length;
+    if (dropped > 0) this.metrics.dropped.inc(dropped);
+    const waiting = this.waiting.splice(0);
+    for (const give of waiting) give(false);
+    log.warn({ dropped_fires: dropped, abandoned_sends: waiting.length }, 'stopping: notification fires dropped and sends abandoned');
+    // A send under way ends within its timeout (the channel contract); the last rows are flushed after it.
+    if (!(await within(this.settled(), this.sendOptions().timeoutMs + STOP_GRACE_MS))) log.error({ sending: this.sends.size }, 'stopping: notification sends did not end in time');
   }
 
   /** The ingest path stored task events just now (called after its commit). */
@@ -237,30 +278,44 @@ export class Notifications {
       }
       await insertInboxRows(tx, inbox);
     });
-    for (const job of jobs) for (const target of job.targets) this.track(this.deliver(job.payload, target));
+    for (const job of jobs) for (const target of job.targets) this.enqueue(job.payload, target);
   }
 
-  private track(send: Promise<void>): void {
+  /** Starts a send, or, with SEND_BACKLOG sends already pending, logs it as not attempted. */
+  private enqueue(payload: NotificationPayload, target: Target): void {
+    if (this.sends.size >= SEND_BACKLOG) {
+      this.metrics.backlogFull.inc();
+      this.warnBacklog(1, { pending: this.sends.size });
+      void this.record(payload, target, notSent(`${SEND_BACKLOG} sends were already waiting (receivers slow or down)`));
+      return;
+    }
+    const send = this.deliver(payload, target);
     this.sends.add(send);
     void send.finally(() => this.sends.delete(send));
   }
 
   /** Sends through one channel when a slot is free, and logs the attempt. */
   private async deliver(payload: NotificationPayload, target: Target): Promise<void> {
-    await this.slot();
     let result: SendResult;
-    try {
-      result = await typeNamed(target.type).send(target.config, payload, this.sendOptions());
-    } catch (e) {
-      // send() never throws by contract; a bug must still leave a failed row, not a lost fire.
-      result = { success: false, status_code: null, error: `internal error: ${describeError(e).message ?? 'send failed'}`, response_body: null };
-    } finally {
-      this.release();
+    if (!(await this.slot())) result = notSent('the service stopped first');
+    else {
+      try {
+        result = await typeNamed(target.type).send(target.config, payload, this.sendOptions());
+      } catch (e) {
+        // send() never throws by contract; a bug must still leave a failed row, not a lost fire.
+        result = { success: false, status_code: null, error: `internal error: ${describeError(e).message ?? 'send failed'}`, response_body: null };
+      } finally {
+        this.release();
+      }
     }
+    await this.record(payload, target, result);
+  }
+
+  /** Counts an attempt and queues its delivery row; resolves once the row is written (or its write failed). */
+  private record(payload: NotificationPayload, target: Target, result: SendResult): Promise<void> {
     this.metrics.deliveries.inc({ type: target.type, status: result.success ? 'sent' : 'failed' });
     this.logged.push(deliveryRow(payload, target, result, null));
-    this.flushing ??= this.flushLog();
-    await this.flushing;
+    return (this.flushing ??= this.flushLog());
   }
 
   /** Writes the delivery rows of sends that ended meanwhile, together (one commit for many attempts). */
@@ -276,18 +331,31 @@ export class Notifications {
     }
   }
 
-  private async slot(): Promise<void> {
+  /** Waits for a send slot; false when the service stopped waiting for it (stop()). */
+  private async slot(): Promise<boolean> {
+    if (this.abandoned) return false;
     if (this.slots > 0) {
       this.slots--;
-      return;
+      return true;
     }
-    await new Promise<void>((resolve) => this.waiting.push(resolve));
+    return new Promise<boolean>((resolve) => this.waiting.push(resolve));
   }
 
   private release(): void {
     const next = this.waiting.shift();
-    if (next) next();
+    if (next) next(true);
     else this.slots++;
+  }
+}
+
+/** Whether `work` ended within `ms` (it goes on either way). */
+async function within(work: Promise<unknown>, ms: number): Promise<boolean> {
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const expired = new Promise<false>((resolve) => (timer = setTimeout(() => resolve(false), ms)));
+  try {
+    return await Promise.race([work.then(() => true), expired]);
+  } finally {
+    clearTimeout(timer);
   }
 }
 

@@ -71,8 +71,10 @@ export function createContext(loaded: LoadedConfig, db: Db): AppContext {
     reactions: notificationReactions(notifications, db),
     jobs: new JobBoard(),
   };
-  // Sends under way finish (each within its timeout) before the database closes.
-  ctx.lifecycle.onShutdown('notifications', () => notifications.settled());
+  // Registered first, so it runs last of the hooks (newest first): once the HTTP server and background
+  // work have stopped causing fires, and before the database closes (serve.ts, testService close it after
+  // every hook). Bounded: see Notifications.stop.
+  ctx.lifecycle.onShutdown('notifications', () => notifications.stop());
   ctx.lifecycle.onShutdown('frame-decoders', () => ctx.agentTransport.decoders.close());
   attachLive(ctx); // the live dashboard stream: its reactions beside notifications', audit rows observed
   return ctx;

@@ -112,15 +112,22 @@ export async function serve(options: ServeOptions): Promise<number> {
     await ctx.agentTransport.closeAllSockets(); // agents get 1001 before the listener goes
     await app.stop(true);
   });
-  ctx.lifecycle.onShutdown('database', () => db.close());
   // The endpoint `svc scheduler` processes fire through (SVC_SCHEDULER_GRPC_ENABLED; first process only).
   const scheduler = isChild ? null : await startSchedulerEndpoint(ctx).catch((e: Error) => (process.stderr.write(`svc: scheduler endpoint: ${e.message}\n`), undefined));
+  // The database closes after every hook has run (hooks run newest first; the notifications hook, the
+  // oldest, writes the last delivery rows), never as one of them.
+  let stopping: Promise<void> | undefined;
+  const shutdown = () =>
+    (stopping ??= (async () => {
+      await children?.stop();
+      await ctx.lifecycle.shutdown();
+      await db.close();
+    })());
   if (scheduler === undefined) {
-    await children?.stop();
-    await ctx.lifecycle.shutdown();
+    await shutdown();
     return 1;
   }
-  // Hooks run newest first: the leases go before the database closes, so another replica takes over at once.
+  // Hooks run newest first: the leases go first, so another replica takes over at once.
   ctx.lifecycle.onShutdown('leases', () => leases.stop());
   // The administrator from SVC_BOOTSTRAP_ADMIN_* exists before svc says it is ready.
   if (!isChild) await bootstrapFromSettings(ctx);
@@ -138,8 +145,7 @@ export async function serve(options: ServeOptions): Promise<number> {
   return new Promise<number>((resolve) => {
     const stop = async (signal: string) => {
       log.info({ signal, worker: workerIndex }, 'shutting down');
-      await children?.stop();
-      await ctx.lifecycle.shutdown();
+      await shutdown();
       resolve(0);
     };
     process.once('SIGTERM', () => void stop('SIGTERM'));

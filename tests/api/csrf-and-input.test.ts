@@ -1,4 +1,4 @@
-// CSRF on every state-changing identity route, and bad input on every route:
+// CSRF on every state-changing identity and notification route, and bad input on every route:
 // each refusal is a 4xx in the envelope and leaves the database as it was.
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
 import { sql } from 'drizzle-orm';
@@ -12,6 +12,10 @@ let membershipId: string;
 let invitationId: string;
 let keyId: string;
 let sessionId: string;
+let projectId: string;
+const notif: Record<'channel' | 'userChannel' | 'default' | 'subscription' | 'inbox', string> = { channel: '', userChannel: '', default: '', subscription: '', inbox: '' };
+/** A public address (no DNS needed): configs validate; nothing is sent, every send below is refused first. */
+const HOOK = { type: 'webhook', config: { url: 'https://11.0.0.5/hook' } };
 
 beforeAll(async () => {
   svc = await testService({ env: FAST_IDENTITY_ENV });
@@ -22,12 +26,27 @@ beforeAll(async () => {
   invitationId = (await admin.call('POST', '/api/v1/projects/default/invitations', { body: { email: 'inv@example.com' } })).body.invitation.id;
   keyId = (await admin.call('POST', '/api/v1/api-keys', { body: { name: 'k', scopes: ['projects:read'] } })).body.id;
   sessionId = (await admin.call('GET', '/api/v1/auth/sessions')).body[0].id;
+  const N = '/api/v1/projects/default/notifications';
+  notif.channel = (await admin.call('POST', `${N}/channels`, { body: { name: 'ops', ...HOOK } })).body.id;
+  notif.userChannel = (await admin.call('POST', '/api/v1/user/channels', { body: { name: 'mine', ...HOOK } })).body.id;
+  notif.default = (await admin.call('GET', `${N}/defaults`)).body[0].id;
+  projectId = (await admin.call('GET', '/api/v1/projects/default')).body.id;
+  notif.subscription = (await admin.call('POST', '/api/v1/user/subscriptions', { body: { project_id: projectId, trigger: 'agent.offline' } })).body.id;
+  const me = (await admin.call('GET', '/api/v1/auth/me')).body.id;
+  notif.inbox = crypto.randomUUID();
+  await svc.ctx.db.tx((tx) =>
+    tx.run(sql`INSERT INTO user_notifications (id, user_id, project_id, trigger, title, body, data, created_at) VALUES (${notif.inbox}, ${me}, ${projectId}, 'task.failed', 't', 'b', '{}', '2026-01-01T00:00:00.000000+00:00')`),
+  );
+  for (const id of Object.values(notif)) expect(id).toMatch(/^[0-9a-f-]{36}$/);
 });
 afterAll(() => svc.close());
 
-const TABLES = ['users', 'sessions', 'api_keys', 'projects', 'memberships', 'invitations', 'mfa_recovery_codes', 'trusted_devices', 'audit_log'];
+const TABLES = [
+  ...['users', 'sessions', 'api_keys', 'projects', 'memberships', 'invitations', 'mfa_recovery_codes', 'trusted_devices', 'audit_log'],
+  ...['notification_channels', 'user_channels', 'project_default_subscriptions', 'user_subscriptions', 'user_notifications', 'notification_deliveries'],
+];
 
-/** Every row of the identity tables, to prove a refused request changed nothing. */
+/** Every row of the identity and notification tables, to prove a refused request changed nothing. */
 async function snapshot(): Promise<string> {
   const parts: string[] = [];
   for (const t of TABLES) parts.push(JSON.stringify(await svc.ctx.db.all(sql.raw(`SELECT * FROM ${t} ORDER BY id`))));
@@ -60,10 +79,42 @@ const MUTATIONS: [string, string, () => unknown][] = [
   ['DELETE', '/api/v1/projects/default/memberships/{membership}', () => undefined],
   ['POST', '/api/v1/projects/default/invitations', () => ({ email: 'someone@example.com' })],
   ['DELETE', '/api/v1/projects/default/invitations/{invitation}', () => undefined],
+  // Notifications: the project's (project admins) and the caller's own.
+  ['POST', '/api/v1/projects/default/notifications/channels', () => ({ name: 'new', ...HOOK })],
+  ['POST', '/api/v1/projects/default/notifications/channels/import_from_user', () => ({ user_channel_id: notif.userChannel })],
+  ['PATCH', '/api/v1/projects/default/notifications/channels/{channel}', () => ({ name: 'renamed' })],
+  ['DELETE', '/api/v1/projects/default/notifications/channels/{channel}', () => undefined],
+  ['POST', '/api/v1/projects/default/notifications/channels/{channel}/test', () => undefined],
+  ['POST', '/api/v1/projects/default/notifications/channels/test', () => HOOK],
+  ['POST', '/api/v1/projects/default/notifications/defaults', () => ({ trigger: 'agent.online' })],
+  ['PATCH', '/api/v1/projects/default/notifications/defaults/{default}', () => ({ in_app: false })],
+  ['DELETE', '/api/v1/projects/default/notifications/defaults/{default}', () => undefined],
+  ['DELETE', '/api/v1/projects/default/notifications/deliveries', () => undefined],
+  ['POST', '/api/v1/user/channels', () => ({ name: 'another', ...HOOK })],
+  ['PATCH', '/api/v1/user/channels/{user_channel}', () => ({ name: 'renamed' })],
+  ['DELETE', '/api/v1/user/channels/{user_channel}', () => undefined],
+  ['POST', '/api/v1/user/channels/{user_channel}/test', () => undefined],
+  ['POST', '/api/v1/user/channels/test', () => HOOK],
+  ['POST', '/api/v1/user/channels/import_from_project', () => ({ project_slug: 'default', channel_id: notif.channel })],
+  ['POST', '/api/v1/user/subscriptions', () => ({ project_id: projectId, trigger: 'task.retried' })],
+  ['PATCH', '/api/v1/user/subscriptions/{subscription}', () => ({ cooldown_seconds: 60 })],
+  ['DELETE', '/api/v1/user/subscriptions/{subscription}', () => undefined],
+  ['POST', '/api/v1/user/notifications/{inbox}/read', () => undefined],
+  ['POST', '/api/v1/user/notifications/read-all', () => undefined],
 ];
 
 const fill = (path: string) =>
-  path.replace('{user}', userId).replace('{membership}', membershipId).replace('{invitation}', invitationId).replace('{key}', keyId).replace('{session}', sessionId);
+  path
+    .replace('{user}', userId)
+    .replace('{membership}', membershipId)
+    .replace('{invitation}', invitationId)
+    .replace('{key}', keyId)
+    .replace('{session}', sessionId)
+    .replace('{channel}', notif.channel)
+    .replace('{user_channel}', notif.userChannel)
+    .replace('{default}', notif.default)
+    .replace('{subscription}', notif.subscription)
+    .replace('{inbox}', notif.inbox);
 
 describe('CSRF', () => {
   test('every state-changing route refuses a session request without the token, changing nothing', async () => {

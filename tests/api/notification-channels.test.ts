@@ -561,7 +561,15 @@ describe.skipIf(skip !== null)('HTTP channel deliveries', () => {
   test.each(HTTP_TYPES)('%s: checked at validation, refused at send once DNS points somewhere blocked', async (type) => {
     expect(await check(type, configs[type], options)).toMatchObject({ ok: true });
     const before = (await rx.log()).length;
-    const rebound: [string, string][] = [['127.0.0.1', 'loopback'], ['169.254.169.254', 'link_local'], ['::ffff:10.0.0.1', 'ipv4_mapped, embedding private']];
+    const rebound: [string, string][] = [
+      ['127.0.0.1', 'loopback'],
+      ['10.0.0.1', 'private'],
+      ['169.254.169.254', 'link_local'],
+      ['100.64.1.1', 'cgnat'],
+      ['::ffff:10.0.0.1', 'ipv4_mapped, embedding private'],
+      ['2002:a00:1::1', '6to4'],
+      ['64:ff9b::a00:1', 'nat64'],
+    ];
     for (const [address, range] of rebound) {
       const r = await send(type, configs[type], payload, { ...options, resolver: async () => [address] });
       expect(r).toEqual({

@@ -1,6 +1,7 @@
 // First boot and account recovery with the compiled binary: the setup link
 // on stderr, setup by API, login, TOTP, a fresh-MFA route; the bootstrap
-// settings; and the recovery commands.
+// settings; the first administrator's notification subscription from the
+// default project's defaults; and the recovery commands.
 import { afterAll, describe, expect, test } from 'bun:test';
 import { Database } from 'bun:sqlite';
 import { join } from 'node:path';
@@ -34,6 +35,16 @@ class Client {
   }
 }
 
+/** The first administrator hears of failed tasks in the default project: its default (task.failed, in the app), materialised at first boot. */
+async function expectDefaultSubscription(c: Client): Promise<void> {
+  const project = (await c.call('GET', '/api/v1/projects/default')).body;
+  const defaults = (await c.call('GET', '/api/v1/projects/default/notifications/defaults')).body;
+  expect(defaults.map((d: { trigger: string; in_app: boolean }) => [d.trigger, d.in_app])).toEqual([['task.failed', true]]);
+  const subs = (await c.call('GET', '/api/v1/user/subscriptions')).body;
+  expect(subs).toHaveLength(1);
+  expect(subs[0]).toMatchObject({ project_id: project.id, trigger: 'task.failed', in_app: true, filters: {}, cooldown_seconds: 0, is_active: true });
+}
+
 const setupLink = (stderr: string) => /(https?:\/\/\S+\/setup\?token=(\S+))/.exec(stderr);
 
 describe('first boot from an empty home', () => {
@@ -55,6 +66,7 @@ describe('first boot from an empty home', () => {
     // A fresh browser signs in.
     const b = new Client(svc.url);
     expect((await b.call('POST', '/api/v1/auth/login', { email: 'admin@example.com', password: STRONG_PASSWORD })).body.mfa_required).toBe(false);
+    await expectDefaultSubscription(b);
     const start = await b.call('POST', '/api/v1/auth/mfa/enroll-start');
     const key = decodeBase32IgnorePadding(start.body.secret_base32);
     expect(start.body.provisioning_url).toStartWith('otpauth://totp/');
@@ -75,6 +87,7 @@ describe('first boot from an empty home', () => {
     expect(svc.stdout() + svc.stderr()).not.toContain(STRONG_PASSWORD);
     const c = new Client(svc.url);
     expect((await c.call('POST', '/api/v1/auth/login', { email: 'boot@example.com', password: STRONG_PASSWORD })).status).toBe(200);
+    await expectDefaultSubscription(c);
   });
 
   test('invalid SVC_BOOTSTRAP_ADMIN_* are logged and the setup link is printed instead', async () => {

@@ -68,11 +68,15 @@ const ownChannel = async (actor: Actor) => {
 type Expect = Partial<Record<Actor, number>> & { rest: number };
 interface Row {
   name: string;
-  request: (actor: Actor) => Promise<{ method: string; path: string; opts?: CallOptions }>;
+  /** The call; `contains` adds what this call's 2xx answer must hold (the id it named). */
+  request: (actor: Actor) => Promise<{ method: string; path: string; opts?: CallOptions; contains?: string[] }>;
   expect: Expect;
   /** Found in every 2xx answer. */
   mustContain?: string[];
 }
+
+/** A call naming the resource `id` whose answer must name it too. */
+const naming = (id: string, method: string, path: string, opts?: CallOptions) => ({ method, path, opts, contains: [`"id":"${id}"`] });
 
 // Project routes: listing for every member; the rest for project admins. Keys need the scope.
 const projectView: Expect = { anonymous: 401, other_project: 404, key_without_scope: 403, rest: 200 };
@@ -81,19 +85,50 @@ const projectAdmin = (ok: number): Expect => ({ anonymous: 401, viewer: 403, ope
 const personal = (ok: number): Expect => ({ anonymous: 401, key_without_scope: 403, rest: ok });
 
 const ROWS: Row[] = [
-  { name: 'GET /channels', request: async () => ({ method: 'GET', path: `${P}/channels` }), expect: projectView },
-  { name: 'POST /channels', request: async () => ({ method: 'POST', path: `${P}/channels`, opts: { body: webhook() } }), expect: projectAdmin(201), mustContain: ['"hmac_secret":"••••••••"'] },
+  {
+    name: 'GET /channels',
+    request: async () => {
+      const id = await newProjectChannel();
+      return naming(id, 'GET', `${P}/channels`);
+    },
+    expect: projectView,
+    mustContain: ['"type":"webhook"', '"hmac_secret":"••••••••"'],
+  },
+  {
+    name: 'POST /channels',
+    request: async () => ({ method: 'POST', path: `${P}/channels`, opts: { body: webhook() } }),
+    expect: projectAdmin(201),
+    mustContain: ['"id":"', '"name":"hook-', '"type":"webhook"', '"url":"https://', '"hmac_secret":"••••••••"', '"is_active":true'],
+  },
   {
     name: 'POST /channels/import_from_user',
     request: async (actor) => ({ method: 'POST', path: `${P}/channels/import_from_user`, opts: { body: { user_channel_id: await ownChannel(actor) } } }),
     expect: projectAdmin(201),
-    mustContain: ['"name":"Copy of hook-'],
+    mustContain: ['"name":"Copy of hook-', '"hmac_secret":"••••••••"'],
   },
-  { name: 'PATCH /channels/{id}', request: async () => ({ method: 'PATCH', path: `${P}/channels/${await newProjectChannel()}`, opts: { body: { name: `renamed-${uniq()}` } } }), expect: projectAdmin(200) },
-  { name: 'DELETE /channels/{id}', request: async () => ({ method: 'DELETE', path: `${P}/channels/${await newProjectChannel()}` }), expect: projectAdmin(200) },
-  { name: 'POST /channels/{id}/test', request: async () => ({ method: 'POST', path: `${P}/channels/${await newProjectChannel()}/test` }), expect: projectAdmin(200), mustContain: ['"success":false'] },
-  { name: 'POST /channels/test', request: async () => ({ method: 'POST', path: `${P}/channels/test`, opts: { body: { type: 'webhook', config: { url: HOOK } } } }), expect: projectAdmin(200) },
-  { name: 'GET /defaults', request: async () => ({ method: 'GET', path: `${P}/defaults` }), expect: projectAdmin(200) },
+  {
+    name: 'PATCH /channels/{id}',
+    request: async () => {
+      const id = await newProjectChannel();
+      return naming(id, 'PATCH', `${P}/channels/${id}`, { body: { name: `renamed-${uniq()}` } });
+    },
+    expect: projectAdmin(200),
+    mustContain: ['"name":"renamed-', '"hmac_secret":"••••••••"'],
+  },
+  { name: 'DELETE /channels/{id}', request: async () => ({ method: 'DELETE', path: `${P}/channels/${await newProjectChannel()}` }), expect: projectAdmin(200), mustContain: ['"success":true'] },
+  {
+    name: 'POST /channels/{id}/test',
+    request: async () => ({ method: 'POST', path: `${P}/channels/${await newProjectChannel()}/test` }),
+    expect: projectAdmin(200),
+    mustContain: ['"success":false', '"status_code":0', '"error":"'],
+  },
+  {
+    name: 'POST /channels/test',
+    request: async () => ({ method: 'POST', path: `${P}/channels/test`, opts: { body: { type: 'webhook', config: { url: HOOK } } } }),
+    expect: projectAdmin(200),
+    mustContain: ['"success":false', '"status_code":0'],
+  },
+  { name: 'GET /defaults', request: async () => ({ method: 'GET', path: `${P}/defaults` }), expect: projectAdmin(200), mustContain: ['"trigger":"task.failed"'] },
   {
     name: 'POST /defaults',
     request: async () => {
@@ -101,24 +136,57 @@ const ROWS: Row[] = [
       return { method: 'POST', path: `${P}/defaults`, opts: { body: { trigger: 'agent.offline' } } };
     },
     expect: projectAdmin(201),
+    mustContain: ['"id":"', '"trigger":"agent.offline"', '"in_app":true', '"cooldown_seconds":0'],
   },
-  { name: 'PATCH /defaults/{id}', request: async () => ({ method: 'PATCH', path: `${P}/defaults/${await newDefault('task.retried')}`, opts: { body: { in_app: false } } }), expect: projectAdmin(200) },
-  { name: 'DELETE /defaults/{id}', request: async () => ({ method: 'DELETE', path: `${P}/defaults/${await newDefault('agent.online')}` }), expect: projectAdmin(200) },
-  { name: 'GET /deliveries', request: async () => ({ method: 'GET', path: `${P}/deliveries` }), expect: projectAdmin(200) },
+  {
+    name: 'PATCH /defaults/{id}',
+    request: async () => {
+      const id = await newDefault('task.retried');
+      return naming(id, 'PATCH', `${P}/defaults/${id}`, { body: { in_app: false } });
+    },
+    expect: projectAdmin(200),
+    mustContain: ['"trigger":"task.retried"', '"in_app":false'],
+  },
+  { name: 'DELETE /defaults/{id}', request: async () => ({ method: 'DELETE', path: `${P}/defaults/${await newDefault('agent.online')}` }), expect: projectAdmin(200), mustContain: ['"success":true'] },
+  { name: 'GET /deliveries', request: async () => ({ method: 'GET', path: `${P}/deliveries` }), expect: projectAdmin(200), mustContain: ['"items":[', '"next_cursor":'] },
   { name: 'DELETE /deliveries', request: async () => ({ method: 'DELETE', path: `${P}/deliveries?before=2000-01-01T00:00:00Z` }), expect: projectAdmin(200), mustContain: ['"deleted":0'] },
   // personal
-  { name: 'GET /user/channels', request: async () => ({ method: 'GET', path: '/api/v1/user/channels' }), expect: personal(200) },
-  { name: 'POST /user/channels', request: async () => ({ method: 'POST', path: '/api/v1/user/channels', opts: { body: webhook() } }), expect: personal(201), mustContain: ['"project_id":null'] },
-  { name: 'PATCH /user/channels/{id}', request: async (a) => ({ method: 'PATCH', path: `/api/v1/user/channels/${await ownChannel(a)}`, opts: { body: { is_active: false } } }), expect: personal(200) },
-  { name: 'DELETE /user/channels/{id}', request: async (a) => ({ method: 'DELETE', path: `/api/v1/user/channels/${await ownChannel(a)}` }), expect: personal(200) },
-  { name: 'POST /user/channels/test', request: async () => ({ method: 'POST', path: '/api/v1/user/channels/test', opts: { body: { type: 'webhook', config: { url: HOOK } } } }), expect: personal(200) },
-  { name: 'POST /user/channels/{id}/test', request: async (a) => ({ method: 'POST', path: `/api/v1/user/channels/${await ownChannel(a)}/test` }), expect: personal(200) },
+  { name: 'GET /user/channels', request: async () => ({ method: 'GET', path: '/api/v1/user/channels' }), expect: personal(200), mustContain: ['"project_id":null', '"hmac_secret":"••••••••"'] },
+  {
+    name: 'POST /user/channels',
+    request: async () => ({ method: 'POST', path: '/api/v1/user/channels', opts: { body: webhook() } }),
+    expect: personal(201),
+    mustContain: ['"id":"', '"project_id":null', '"type":"webhook"', '"hmac_secret":"••••••••"'],
+  },
+  {
+    name: 'PATCH /user/channels/{id}',
+    request: async (a) => {
+      const id = await ownChannel(a);
+      return naming(id, 'PATCH', `/api/v1/user/channels/${id}`, { body: { is_active: false } });
+    },
+    expect: personal(200),
+    mustContain: ['"is_active":false'],
+  },
+  { name: 'DELETE /user/channels/{id}', request: async (a) => ({ method: 'DELETE', path: `/api/v1/user/channels/${await ownChannel(a)}` }), expect: personal(200), mustContain: ['"success":true'] },
+  {
+    name: 'POST /user/channels/test',
+    request: async () => ({ method: 'POST', path: '/api/v1/user/channels/test', opts: { body: { type: 'webhook', config: { url: HOOK } } } }),
+    expect: personal(200),
+    mustContain: ['"success":false', '"status_code":0'],
+  },
+  {
+    name: 'POST /user/channels/{id}/test',
+    request: async (a) => ({ method: 'POST', path: `/api/v1/user/channels/${await ownChannel(a)}/test` }),
+    expect: personal(200),
+    mustContain: ['"success":false', '"status_code":0'],
+  },
   {
     name: 'POST /user/channels/import_from_project',
     request: async () => ({ method: 'POST', path: '/api/v1/user/channels/import_from_project', opts: { body: { project_slug: 'default', channel_id: await newProjectChannel(), name: `imported-${uniq()}` } } }),
     expect: { anonymous: 401, viewer: 403, operator: 403, other_project: 404, key_without_scope: 403, rest: 201 },
+    mustContain: ['"name":"imported-', '"project_id":null', '"hmac_secret":"••••••••"'],
   },
-  { name: 'GET /user/subscriptions', request: async () => ({ method: 'GET', path: '/api/v1/user/subscriptions' }), expect: personal(200) },
+  { name: 'GET /user/subscriptions', request: async () => ({ method: 'GET', path: '/api/v1/user/subscriptions' }), expect: personal(200), mustContain: ['"trigger":"'] },
   {
     name: 'POST /user/subscriptions',
     request: async (actor) => {
@@ -128,18 +196,23 @@ const ROWS: Row[] = [
       return { method: 'POST', path: '/api/v1/user/subscriptions', opts: { body: { project_id: (await admin.call('GET', '/api/v1/projects/default')).body.id, trigger: 'task.succeeded' } } };
     },
     expect: { anonymous: 401, other_project: 404, key_without_scope: 403, rest: 201 },
+    mustContain: ['"id":"', '"trigger":"task.succeeded"', '"in_app":true', '"cooldown_seconds":0'],
   },
   {
     name: 'PATCH /user/subscriptions/{id}',
-    request: async (actor) => ({ method: 'PATCH', path: `/api/v1/user/subscriptions/${await ownSubscription(actor)}`, opts: { body: { cooldown_seconds: 60 } } }),
+    request: async (actor) => {
+      const id = await ownSubscription(actor);
+      return naming(id, 'PATCH', `/api/v1/user/subscriptions/${id}`, { body: { cooldown_seconds: 60 } });
+    },
     expect: personal(200),
+    mustContain: ['"trigger":"schedule.misfired"', '"cooldown_seconds":60'],
   },
-  { name: 'DELETE /user/subscriptions/{id}', request: async (a) => ({ method: 'DELETE', path: `/api/v1/user/subscriptions/${await ownSubscription(a)}` }), expect: personal(200) },
-  { name: 'GET /user/deliveries', request: async () => ({ method: 'GET', path: '/api/v1/user/deliveries' }), expect: personal(200) },
-  { name: 'GET /user/notifications', request: async () => ({ method: 'GET', path: '/api/v1/user/notifications' }), expect: personal(200), mustContain: ['"unread":'] },
-  { name: 'GET /user/notifications/unread-count', request: async () => ({ method: 'GET', path: '/api/v1/user/notifications/unread-count' }), expect: personal(200) },
+  { name: 'DELETE /user/subscriptions/{id}', request: async (a) => ({ method: 'DELETE', path: `/api/v1/user/subscriptions/${await ownSubscription(a)}` }), expect: personal(200), mustContain: ['"success":true'] },
+  { name: 'GET /user/deliveries', request: async () => ({ method: 'GET', path: '/api/v1/user/deliveries' }), expect: personal(200), mustContain: ['"items":[', '"next_cursor":'] },
+  { name: 'GET /user/notifications', request: async () => ({ method: 'GET', path: '/api/v1/user/notifications' }), expect: personal(200), mustContain: ['"items":[', '"unread":'] },
+  { name: 'GET /user/notifications/unread-count', request: async () => ({ method: 'GET', path: '/api/v1/user/notifications/unread-count' }), expect: personal(200), mustContain: ['"unread":'] },
   { name: 'POST /user/notifications/{id}/read', request: async (a) => ({ method: 'POST', path: `/api/v1/user/notifications/${await ownInboxRow(a)}/read` }), expect: personal(200) },
-  { name: 'POST /user/notifications/read-all', request: async () => ({ method: 'POST', path: '/api/v1/user/notifications/read-all' }), expect: personal(200) },
+  { name: 'POST /user/notifications/read-all', request: async () => ({ method: 'POST', path: '/api/v1/user/notifications/read-all' }), expect: personal(200), mustContain: ['"updated":'] },
 ];
 
 /** A subscription of the caller (in a project they belong to). */
@@ -172,7 +245,7 @@ describe.skipIf(Boolean(noHost))(`notification routes by caller on ${testDialect
       const got: Record<string, number> = {};
       const want: Record<string, number> = {};
       for (const actor of ACTORS) {
-        const { method, path, opts } = await row.request(actor);
+        const { method, path, opts, contains = [] } = await row.request(actor);
         const res = await call(actor, method, path, opts);
         got[actor] = res.status;
         want[actor] = row.expect[actor] ?? row.expect.rest;
@@ -180,12 +253,40 @@ describe.skipIf(Boolean(noHost))(`notification routes by caller on ${testDialect
         expect(res.text).not.toContain(SECRET);
         expect(res.text).not.toContain(BOT_TOKEN);
         if (res.status >= 400) expect(Object.keys(res.body)).toEqual(expect.arrayContaining(['error', 'message', 'details']));
-        else for (const s of row.mustContain ?? []) expect(res.text).toContain(s);
+        else for (const s of [...(row.mustContain ?? []), ...contains]) expect(res.text).toContain(s);
       }
       expect(got).toEqual(want);
     }, 60_000);
   }
 });
+
+/** The filter rules, each refused with 422 and the path (and, for the glob rules, the code) naming it. */
+async function expectFilterRefusals(send: (filters: unknown) => Promise<{ status: number; body: any }>): Promise<void> {
+  const cases: [unknown, { path: string; message?: string; code?: string }][] = [
+    [{ priority: ['urgent'] }, { path: '/filters/priority/0' }],
+    [{ task_name: 'x'.repeat(501) }, { path: '/filters/task_name', message: 'must be a string of 1 to 500 characters' }],
+    [{ task_name_pattern: 'x'.repeat(201) }, { path: '/filters/task_name_pattern', message: 'must be a string of 1 to 200 characters' }],
+    [{ task_name_pattern: 'a*b*c*d*e*f*' }, { path: '/filters/task_name_pattern', code: 'glob_too_many_wildcards' }],
+    [{ task_name_pattern: '[a][b][c][d]' }, { path: '/filters/task_name_pattern', code: 'glob_too_many_classes' }],
+    [{ queue: 'default' }, { path: '/filters/queue', message: 'unexpected property' }],
+  ];
+  for (const [filters, rule] of cases) {
+    const r = await send(filters);
+    expect([r.status, r.body.error]).toEqual([422, 'validation_failed']);
+    expect(r.body.details.fields).toContainEqual(expect.objectContaining(rule));
+  }
+}
+
+const countAudit = async () => Number((await svc.ctx.db.all<{ n: number }>(sql`SELECT COUNT(*) AS n FROM audit_log`))[0]!.n);
+
+/** The newest audit row of `action`, its metadata parsed. */
+async function lastAudit(action: string) {
+  const rows = await svc.ctx.db.all<{ target_id: string | null; user_id: string | null; metadata: string | Record<string, unknown> }>(
+    sql`SELECT target_id, user_id, metadata FROM audit_log WHERE action = ${action} ORDER BY occurred_at DESC, id DESC LIMIT 1`,
+  );
+  const row = rows[0]!;
+  return { ...row, metadata: typeof row.metadata === 'string' ? JSON.parse(row.metadata) : row.metadata };
+}
 
 describe.skipIf(Boolean(noHost))(`notification rules on ${testDialect()}`, () => {
   const audit = async (action: string) =>
@@ -254,17 +355,7 @@ describe.skipIf(Boolean(noHost))(`notification rules on ${testDialect()}`, () =>
   test('filter rules: priorities from the set, task_name up to 500, globs up to 200 with 5 wildcards and 3 classes', async () => {
     const project = (await admin.call('GET', '/api/v1/projects/default')).body.id;
     const sub = (filters: unknown) => browsers.operator!.call('POST', '/api/v1/user/subscriptions', { body: { project_id: project, trigger: 'task.retried', filters } });
-    const refused = async (filters: unknown, code?: string) => {
-      const r = await sub(filters);
-      expect([r.status, r.body.error]).toEqual([422, 'validation_failed']);
-      if (code) expect(r.body.details.fields.map((f: any) => f.code)).toContain(code);
-    };
-    await refused({ priority: ['urgent'] });
-    await refused({ task_name: 'x'.repeat(501) });
-    await refused({ task_name_pattern: 'x'.repeat(201) });
-    await refused({ task_name_pattern: 'a*b*c*d*e*f*' }, 'glob_too_many_wildcards');
-    await refused({ task_name_pattern: '[a][b][c][d]' }, 'glob_too_many_classes');
-    await refused({ queue: 'default' });
+    await expectFilterRefusals(sub);
     const ok = await sub({ priority: ['critical', 'high'], task_name: 'billing', task_name_pattern: 'billing.*[!x]?' });
     expect(ok.status).toBe(201);
     // One subscription per trigger and project.
@@ -276,6 +367,79 @@ describe.skipIf(Boolean(noHost))(`notification rules on ${testDialect()}`, () =>
     // Muting stores microsecond UTC text.
     const muted = await browsers.operator!.call('PATCH', `/api/v1/user/subscriptions/${ok.body.id}`, { body: { muted_until: '2099-01-01T00:00:00Z' } });
     expect(muted.body.muted_until).toBe('2099-01-01T00:00:00.000000+00:00');
+  });
+
+  test('defaults: the same filter rules on POST and PATCH, refused with 422 naming the rule; nothing stored', async () => {
+    await dropDefault('task.retried');
+    await expectFilterRefusals((filters) => admin.call('POST', `${P}/defaults`, { body: { trigger: 'task.retried', filters } }));
+    expect((await admin.call('GET', `${P}/defaults`)).body.some((d: any) => d.trigger === 'task.retried')).toBe(false);
+    const id = await newDefault('task.retried');
+    await expectFilterRefusals((filters) => admin.call('PATCH', `${P}/defaults/${id}`, { body: { filters } }));
+    expect((await admin.call('GET', `${P}/defaults`)).body.find((d: any) => d.id === id).filters).toEqual({});
+  });
+
+  test("ids of another project or another user are not found: channels, defaults, saved-channel tests; nothing changes", async () => {
+    const E = '/api/v1/projects/elsewhere/notifications';
+    const other = browsers.other_project!;
+    const channel = (await other.call('POST', `${E}/channels`, { body: webhook() })).body;
+    const def = (await other.call('GET', `${E}/defaults`)).body[0];
+    const theirs = (await other.call('POST', '/api/v1/user/channels', { body: webhook() })).body;
+    const auditRows = await countAudit();
+    const calls: [string, string, CallOptions?][] = [
+      ['PATCH', `${P}/channels/${channel.id}`, { body: { name: 'taken-over' } }],
+      ['DELETE', `${P}/channels/${channel.id}`],
+      ['POST', `${P}/channels/${channel.id}/test`],
+      ['PATCH', `${P}/defaults/${def.id}`, { body: { in_app: false } }],
+      ['DELETE', `${P}/defaults/${def.id}`],
+      ['PATCH', `/api/v1/user/channels/${theirs.id}`, { body: { name: 'taken-over' } }],
+      ['DELETE', `/api/v1/user/channels/${theirs.id}`],
+      ['POST', `/api/v1/user/channels/${theirs.id}/test`],
+    ];
+    for (const [method, path, opts] of calls) {
+      const r = await browsers.project_admin!.call(method, path, opts);
+      expect({ call: `${method} ${path}`, status: r.status, error: r.body.error }).toEqual({ call: `${method} ${path}`, status: 404, error: 'not_found' });
+    }
+    expect((await other.call('GET', `${E}/channels`)).body.find((c: any) => c.id === channel.id).name).toBe(channel.name);
+    expect((await other.call('GET', `${E}/defaults`)).body.find((d: any) => d.id === def.id)).toEqual(def);
+    expect((await other.call('GET', '/api/v1/user/channels')).body.find((c: any) => c.id === theirs.id).name).toBe(theirs.name);
+    // Neither a test's delivery row nor an audit row was written.
+    expect(await countAudit()).toBe(auditRows);
+    expect(await svc.ctx.db.all(sql`SELECT id FROM notification_deliveries WHERE channel_id = ${channel.id} OR user_channel_id = ${theirs.id}`)).toEqual([]);
+  });
+
+  test('a personal channel name is taken once per user: create, rename and import refuse a taken one with 409 name_taken', async () => {
+    const viewer = browsers.viewer!;
+    const name = `mine-${uniq()}`;
+    expect((await viewer.call('POST', '/api/v1/user/channels', { body: webhook(name) })).status).toBe(201);
+    const again = await viewer.call('POST', '/api/v1/user/channels', { body: webhook(name) });
+    expect([again.status, again.body.error]).toEqual([409, 'name_taken']);
+    const second = (await viewer.call('POST', '/api/v1/user/channels', { body: webhook() })).body;
+    const rename = await viewer.call('PATCH', `/api/v1/user/channels/${second.id}`, { body: { name } });
+    expect([rename.status, rename.body.error]).toEqual([409, 'name_taken']);
+    const imported = await browsers.project_admin!.call('POST', '/api/v1/user/channels/import_from_project', { body: { project_slug: 'default', channel_id: await newProjectChannel(), name: 'twice' } });
+    expect(imported.status).toBe(201);
+    const twice = await browsers.project_admin!.call('POST', '/api/v1/user/channels/import_from_project', { body: { project_slug: 'default', channel_id: await newProjectChannel(), name: 'twice' } });
+    expect([twice.status, twice.body.error]).toEqual([409, 'name_taken']);
+    // Another user may use the name.
+    expect((await browsers.operator!.call('POST', '/api/v1/user/channels', { body: webhook(name) })).status).toBe(201);
+    expect((await viewer.call('GET', '/api/v1/user/channels')).body.filter((c: any) => c.name === name)).toHaveLength(1);
+  });
+
+  test('saved-channel tests: the project one and the personal one each write a test.dispatch delivery row and an audit row', async () => {
+    const me = (await admin.call('GET', '/api/v1/auth/me')).body.id;
+    const channel = (await admin.call('POST', `${P}/channels`, { body: webhook() })).body;
+    expect((await admin.call('POST', `${P}/channels/${channel.id}/test`)).body).toMatchObject({ success: false, status_code: 0 });
+    const projectLog = (await admin.call('GET', `${P}/deliveries`)).body.items;
+    expect(projectLog[0]).toMatchObject({ trigger: 'test.dispatch', status: 'failed', channel_id: channel.id, user_channel_id: null, channel_name: channel.name, triggered_by_user_id: me });
+    expect(await lastAudit('notifications.channel.test')).toMatchObject({ target_id: channel.id, user_id: me, metadata: { type: 'webhook', saved: true, status_code: null } });
+
+    const own = (await admin.call('POST', '/api/v1/user/channels', { body: webhook() })).body;
+    expect((await admin.call('POST', `/api/v1/user/channels/${own.id}/test`)).body).toMatchObject({ success: false, status_code: 0 });
+    const userLog = (await admin.call('GET', '/api/v1/user/deliveries')).body.items;
+    expect(userLog[0]).toMatchObject({ trigger: 'test.dispatch', status: 'failed', user_channel_id: own.id, channel_id: null, project_id: null, channel_name: own.name, triggered_by_user_id: me });
+    expect(await lastAudit('user_notifications.channel.test')).toMatchObject({ target_id: own.id, user_id: me, metadata: { type: 'webhook', saved: true, status_code: null } });
+    // A personal channel's test is in its owner's log only, not the project's.
+    expect((await admin.call('GET', `${P}/deliveries`)).body.items.map((d: any) => d.user_channel_id)).not.toContain(own.id);
   });
 
   test("a subscription in a project the caller does not belong to is not found; a user's own routes never show another's", async () => {

@@ -2,10 +2,12 @@
 // should: task events uploaded by an agent (one fire per task and trigger per
 // batch), agent liveness, the schedule dispatch call; filters, mutes,
 // membership and cooldowns decide who hears; a dead receiver costs a failed
-// delivery row, never the agent's time. On both databases.
+// delivery row, never the agent's time, and a storm of sends to it stays
+// bounded. On both databases.
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
 import { sql } from 'drizzle-orm';
 import { ManualClock, nowMicros, resetClock, setClock } from '../../src/lib/clock.ts';
+import { SEND_BACKLOG } from '../../src/notifications/dispatch.ts';
 import { fireSchedule } from '../../src/notifications/triggers.ts';
 import { offlineSweep } from '../../src/transport/jobs.ts';
 import { countRows, liveService, mintTestAgent, until, type LiveService } from '../helpers/agents.ts';
@@ -137,10 +139,32 @@ describe(`notification triggers on ${testDialect()}`, () => {
     const rounds = 40;
     const base = nowMicros() + 3600_000_000;
     const procs = [0, 1, 2].map(() =>
-      Bun.spawn([process.execPath, `${import.meta.dir}/../helpers/cooldown-child.ts`, url, sub.id, String(rounds), String(base)], { stdout: 'pipe', stderr: 'pipe' }),
+      Bun.spawn([process.execPath, `${import.meta.dir}/../helpers/cooldown-child.ts`, url, sub.id, String(rounds), String(base)], { stdin: 'pipe', stdout: 'pipe', stderr: 'pipe' }),
     );
+    const errs = procs.map((p) => new Response(p.stderr).text());
+    // The start barrier: every claimant is connected before any claims (each prints `ready`, then waits for stdin to close).
+    const outs = await Promise.all(
+      procs.map(async (p) => {
+        const reader = p.stdout.getReader();
+        const decoder = new TextDecoder();
+        let text = '';
+        while (!text.startsWith('ready\n')) {
+          const { done, value } = await reader.read();
+          if (done) break;
+          text += decoder.decode(value, { stream: true });
+        }
+        return { reader, decoder, text };
+      }),
+    );
+    for (const o of outs) expect(o.text).toStartWith('ready\n');
+    for (const p of procs) p.stdin.end();
     const results = await Promise.all(
-      procs.map(async (p) => ({ code: await p.exited, out: await new Response(p.stdout).text(), err: await new Response(p.stderr).text() })),
+      procs.map(async (p, i) => {
+        const { reader, decoder } = outs[i]!;
+        let out = outs[i]!.text.slice('ready\n'.length);
+        for (let r = await reader.read(); !r.done; r = await reader.read()) out += decoder.decode(r.value, { stream: true });
+        return { code: await p.exited, out, err: await errs[i]! };
+      }),
     );
     for (const r of results) expect([r.code, r.err]).toEqual([0, '']);
     const wins = results.flatMap((r) => JSON.parse(r.out) as number[]).sort((a, b) => a - b);
@@ -198,4 +222,65 @@ describe(`notification triggers on ${testDialect()}`, () => {
     expect(log[0]).toMatchObject({ trigger: 'task.failed', status: 'failed', channel_name: 'void', task_name: 'slow.receiver', response_code: null });
     expect(log[0].error).toMatch(/timed out/);
   }, 30_000);
+
+  test.skipIf(Boolean(noHost))(
+    'a storm of sends to a receiver that never answers: the backlog stays bounded, the overflow is counted and logged, uploads go on; stopping logs what it gave up',
+    async () => {
+      // A service of its own: its backlog is left to stop(), which the other tests' service must not go through.
+      const storm = await liveService({ env: { ...FAST_IDENTITY_ENV, SVC_NOTIFICATIONS_TIMEOUT_SECONDS: '2', SVC_NOTIFICATIONS_WEBHOOK_ALLOW_HTTP: 'true' } });
+      let sampler: ReturnType<typeof setInterval> | undefined;
+      try {
+        const boss = await mfaAdmin(storm);
+        const projectId = (await boss.call('GET', '/api/v1/projects/default')).body.id as string;
+        await host!.respond('/storm', { hang: true });
+        const channel = await boss.call('POST', '/api/v1/projects/default/notifications/channels', { body: { name: 'storm', type: 'webhook', config: { url: `http://${host!.address}/storm` } } });
+        const sub = await boss.call('POST', '/api/v1/user/subscriptions', { body: { project_id: projectId, trigger: 'schedule.misfired', in_app: false, project_channel_ids: [channel.body.id] } });
+        expect([channel.status, sub.status]).toEqual([201, 201]);
+        const n = storm.ctx.notifications;
+        const overflowed = async () => Number(/^svc_notifications_backlog_full_total (\d+)/m.exec(await storm.ctx.metrics.text())?.[1] ?? 0);
+        let most = 0;
+        sampler = setInterval(() => (most = Math.max(most, n.status().sending)), 2);
+        // Each fire is one send to the dead receiver: more than the backlog holds.
+        const fires = SEND_BACKLOG + 100;
+        for (let i = 0; i < fires; i++) fireSchedule(n, 'schedule.misfired', projectId, { id: `s-${i}`, name: `storm-${i}` });
+        await until(async () => n.status().queued === 0 && (await overflowed()) > 0, 20_000, 'the backlog overflowing');
+        // Agents' uploads are stored meanwhile.
+        const uploader = await mintTestAgent(storm, projectId, storm.baseUrl);
+        uploader.newSession();
+        const up = await uploader.upload([uploader.eventBatch([taskEvent({ kind: 'task.received', data: { task_name: 'during.storm' } })] as never)]);
+        expect([up.status, up.body.accepted]).toEqual([200, 1]);
+        // Stopping gives up on the sends still waiting for a slot (after its grace) and logs them too.
+        await n.stop();
+        clearInterval(sampler);
+        expect(most).toBeLessThanOrEqual(SEND_BACKLOG);
+        const rows = await storm.ctx.db.all<{ status: string; error: string | null }>(sql`SELECT status, error FROM notification_deliveries WHERE channel_id = ${channel.body.id}`);
+        const count = (error: RegExp) => rows.filter((r) => error.test(r.error ?? '')).length;
+        const full = count(new RegExp(`^not sent: ${SEND_BACKLOG} sends were already waiting \\(receivers slow or down\\)$`));
+        const timedOut = count(/^request timed out after 2000 ms$/);
+        const givenUp = count(/^not sent: the service stopped first$/);
+        // Every fire is accounted for by one failed row: timed out, not attempted (backlog full), or given up at stop.
+        expect(rows.length).toBe(fires);
+        expect(rows.every((r) => r.status === 'failed')).toBe(true);
+        expect(full + timedOut + givenUp).toBe(fires);
+        expect(full).toBe(await overflowed());
+        expect(full).toBeGreaterThan(0);
+        expect(timedOut).toBeGreaterThanOrEqual(16);
+        expect(givenUp).toBeGreaterThan(0);
+        // The project's delivery log shows the overflow as it shows any failure (newest first: page back to it).
+        const shown: any[] = [];
+        for (let cursor = ''; ; ) {
+          const page = (await boss.call('GET', `/api/v1/projects/default/notifications/deliveries?limit=500${cursor}`)).body;
+          shown.push(...page.items);
+          if (!page.next_cursor) break;
+          cursor = `&cursor=${encodeURIComponent(page.next_cursor)}`;
+        }
+        expect(shown.filter((x) => x.channel_name === 'storm' && x.error === `not sent: ${SEND_BACKLOG} sends were already waiting (receivers slow or down)`)).toHaveLength(full);
+      } finally {
+        clearInterval(sampler);
+        await storm.close();
+        await host!.respond('/storm', null);
+      }
+    },
+    90_000,
+  );
 });
