@@ -1,5 +1,5 @@
 // `svc metrics-token show | rotate`: the bearer token gating /metrics. It is
-// resolved from SVC_METRICS_AUTH_TOKEN in the environment (or config.env),
+// resolved from SVC_METRICS_AUTH_TOKEN in the environment,
 // then the secret file, then minted on first boot into the secret file.
 // Rotating rewrites the secret file, so it works only when that is where the
 // token comes from; running services keep the old token until restarted.
@@ -23,10 +23,8 @@ export function metricsTokenGroup(args: string[]): Promise<number> {
     .command('rotate', 'mint a new token into the secret file and print it; running services keep the old one until restarted')
     .action(() => {
       const loaded = loadConfig();
-      const source = loaded.sources[NAME];
-      if (source === 'env' || source === 'config.env') {
-        throw new CliError(`the token comes from ${source === 'env' ? 'the environment' : loaded.paths.configEnv} (${NAME}); change it there`);
-      }
+      // config.env cannot be the source: the loader refuses a secret there.
+      if (loaded.sources[NAME] === 'env') throw new CliError(`the token comes from the environment (${NAME}); change it there`);
       const token = randomToken(48);
       setEnvFileValue(loaded.paths.secretEnv, NAME, token, 0o600);
       out(token);

@@ -10,7 +10,9 @@ import { databaseInfo } from '../db/info.ts';
 import { schemaState } from '../db/migrate.ts';
 import { nowIso, parseIsoMicros } from '../lib/clock.ts';
 import { describeError } from '../lib/errors.ts';
+import { leaseKeeperOf, processHolder } from '../platform/leases.ts';
 import type { AppContext } from '../server/context.ts';
+import { signalsOf } from '../signals/index.ts';
 import type { DeepReport as DeepReportSchema } from './schemas.ts';
 
 export type DeepReport = Static<typeof DeepReportSchema>;
@@ -109,6 +111,31 @@ function checks(ctx: AppContext): Check[] {
         const rt = ctx.agentTransport;
         const data = { websocket_connections: rt.sockets.size, longpoll_sessions: rt.sessions.size };
         return ok(`${data.websocket_connections} WebSocket connections, ${data.longpoll_sessions} long-poll sessions in this process`, data);
+      },
+    },
+    {
+      // How other processes' signals (live updates, agent wake-ups) reach this one.
+      name: 'signals',
+      run: () => {
+        const bus = signalsOf(ctx);
+        const data = { transport: bus.kind };
+        if (bus.kind === 'memory') return { status: 'disabled', detail: 'no transport to other processes: signals stay in this one (one SQLite process)', data };
+        const via = bus.kind === 'postgres' ? 'the LISTEN connection to PostgreSQL' : 'the Unix socket of this --workers process';
+        return bus.connected() ? ok(`${via} is up`, data) : failed(`${via} is down (reconnecting): signals of the other processes are not heard`, data);
+      },
+    },
+    {
+      // The keeper renewing the leader leases this process holds (platform/leases.ts).
+      name: 'lease_keeper',
+      run: () => {
+        const keeper = leaseKeeperOf(ctx.db);
+        if (!keeper) return { status: 'disabled', detail: 'no lease keeper in this process (svc serve runs one)', data: {} };
+        const since = Date.now() - keeper.lastRoundAt;
+        const data = { holder: processHolder, held: [...keeper.held].sort(), ttl_ms: keeper.ttlMs, renew_ms: keeper.renewMs, ms_since_last_round: since };
+        if (keeper.lastError !== null) return failed(`renewing leases fails: ${keeper.lastError}`, data);
+        // A round that hangs records no error; past the lease time the leases it should have renewed have lapsed.
+        if (since > keeper.ttlMs) return failed(`no renewal round finished in ${(since / 1000).toFixed(1)} s (leases last ${keeper.ttlMs / 1000} s)`, data);
+        return ok(`${data.held.length} leases held, renewed every ${keeper.renewMs} ms`, data);
       },
     },
     {

@@ -33,10 +33,50 @@ export function bodyLimitFor(ctx: AppContext, path: string): number {
 }
 
 export function buildApp(ctx: AppContext, modules: RouteModule[], options: AppOptions = {}) {
+  const started = new WeakMap<Request, number>();
+  // What the error handler answered, and for which route: Elysia passes its Response on to neither `set`
+  // nor `responseValue`, and a request refused before routing, or that no route matched, has no pattern.
+  const answered = new WeakMap<Request, { status: number; route: string }>();
+  async function answerError(code: string | number, error: unknown, request: Request, route: string | undefined): Promise<Response> {
+    const requestId = requestIdOf(request);
+    if (error instanceof ApiError) return errorResponse(error, requestId);
+    // Errors thrown by our body parser arrive wrapped in Elysia's ParseError.
+    const cause = (error as { cause?: unknown }).cause;
+    if (code === 'PARSE' && cause instanceof ApiError) return errorResponse(cause, requestId);
+    if (code === 'VALIDATION') return errorResponse(validationFailed(validationFields(error)), requestId);
+    if (code === 'PARSE') return errorResponse(new ApiError(400, 'invalid_json', 'request body is not valid JSON'), requestId);
+    if (code === 'NOT_FOUND') {
+      const url = new URL(request.url);
+      const allowed = methodsFor(app, url.pathname);
+      if (allowed.length > 0 && !allowed.includes(request.method)) {
+        return errorResponse(
+          new ApiError(405, 'method_not_allowed', `${request.method} is not allowed on ${url.pathname}`, { allowed }, { allow: allowed.join(', ') }),
+          requestId,
+        );
+      }
+      if ((request.method === 'GET' || request.method === 'HEAD') && !isApiPath(url.pathname) && options.fallback) {
+        const page = await options.fallback(request, url.pathname);
+        if (page) {
+          answered.set(request, { status: page.status, route: 'dashboard' });
+          return page;
+        }
+      }
+      return errorResponse(new ApiError(404, 'not_found', `no route for ${request.method} ${url.pathname}`), requestId);
+    }
+    if (isDatabaseUnavailable(error)) {
+      log.warn({ request_id: requestId, err: describeError(error).code }, 'database unavailable');
+      return errorResponse(new ApiError(503, 'database_unavailable', 'the database is not answering; try again shortly', {}, { 'retry-after': '2' }), requestId);
+    }
+    log.error({ request_id: requestId, err: describeError(error), code }, 'unhandled error');
+    reportError(error, { mechanism: 'http', method: request.method, route: route || 'unmatched', requestId });
+    return errorResponse(new ApiError(500, 'internal_error', 'internal error; the request id identifies it in the logs'), requestId);
+  }
+
   // normalize off: Elysia would strip unknown body fields before validation,
   // hiding them from the closed schemas of http/schemas.ts.
-  const started = new WeakMap<Request, number>();
   const app = new Elysia({ normalize: false })
+    // The early refusals below are thrown, not returned: Elysia hands a Response returned here straight to
+    // the client, past onError and onAfterResponse, so it would be neither counted nor its span ended.
     .onRequest(({ request, set }) => {
       started.set(request, performance.now());
       const requestId = requestIdOf(request);
@@ -51,15 +91,15 @@ export function buildApp(ctx: AppContext, modules: RouteModule[], options: AppOp
         const details: Record<string, unknown> = ctx.config.SVC_DEBUG_HOST_ERRORS
           ? { host: request.headers.get('host'), allow_list_file: ctx.paths.allowedHosts }
           : {};
-        return errorResponse(new ApiError(400, 'host_not_allowed', 'the Host header names a host this service does not accept', details), requestId);
+        throw new ApiError(400, 'host_not_allowed', 'the Host header names a host this service does not accept', details);
       }
       const path = new URL(request.url).pathname;
       if (!ctx.lifecycle.ready && isStartGated(path)) {
-        return errorResponse(new ApiError(503, 'starting', 'svc is starting; try again shortly', {}, { 'retry-after': '1' }), requestId);
+        throw new ApiError(503, 'starting', 'svc is starting; try again shortly', {}, { 'retry-after': '1' });
       }
       const length = request.headers.get('content-length');
       const limit = bodyLimitFor(ctx, path);
-      if (length !== null && Number(length) > limit) return errorResponse(tooLarge(limit), requestId);
+      if (length !== null && Number(length) > limit) throw tooLarge(limit);
     })
     .onParse(async ({ request, contentType, path }) => {
       const text = await readBodyLimited(request, bodyLimitFor(ctx, path));
@@ -75,41 +115,16 @@ export function buildApp(ctx: AppContext, modules: RouteModule[], options: AppOp
       }
     })
     .onError(async ({ code, error, request, route }) => {
-      const requestId = requestIdOf(request);
-      if (error instanceof ApiError) return errorResponse(error, requestId);
-      // Errors thrown by our body parser arrive wrapped in Elysia's ParseError.
-      const cause = (error as { cause?: unknown }).cause;
-      if (code === 'PARSE' && cause instanceof ApiError) return errorResponse(cause, requestId);
-      if (code === 'VALIDATION') return errorResponse(validationFailed(validationFields(error)), requestId);
-      if (code === 'PARSE') return errorResponse(new ApiError(400, 'invalid_json', 'request body is not valid JSON'), requestId);
-      if (code === 'NOT_FOUND') {
-        const url = new URL(request.url);
-        const allowed = methodsFor(app, url.pathname);
-        if (allowed.length > 0 && !allowed.includes(request.method)) {
-          return errorResponse(
-            new ApiError(405, 'method_not_allowed', `${request.method} is not allowed on ${url.pathname}`, { allowed }, { allow: allowed.join(', ') }),
-            requestId,
-          );
-        }
-        if ((request.method === 'GET' || request.method === 'HEAD') && !isApiPath(url.pathname) && options.fallback) {
-          const page = await options.fallback(request, url.pathname);
-          if (page) return page;
-        }
-        return errorResponse(new ApiError(404, 'not_found', `no route for ${request.method} ${url.pathname}`), requestId);
-      }
-      if (isDatabaseUnavailable(error)) {
-        log.warn({ request_id: requestId, err: describeError(error).code }, 'database unavailable');
-        return errorResponse(new ApiError(503, 'database_unavailable', 'the database is not answering; try again shortly', {}, { 'retry-after': '2' }), requestId);
-      }
-      log.error({ request_id: requestId, err: describeError(error), code }, 'unhandled error');
-      reportError(error, { mechanism: 'http', method: request.method, route: route || 'unmatched', requestId });
-      return errorResponse(new ApiError(500, 'internal_error', 'internal error; the request id identifies it in the logs'), requestId);
+      const response = await answerError(code, error, request, route);
+      if (!answered.has(request)) answered.set(request, { status: response.status, route: route || 'unmatched' });
+      return response;
     })
     .onAfterResponse((context) => {
       const { request, set, responseValue } = context;
-      const status = responseValue instanceof Response ? responseValue.status : Number(set.status ?? 200);
+      const answer = answered.get(request);
+      const status = answer?.status ?? (responseValue instanceof Response ? responseValue.status : Number(set.status ?? 200));
       // The route's pattern, never the raw path (unbounded label values); the dashboard's files are one route.
-      const route = (context as { route?: string }).route ?? (isApiPath(new URL(request.url).pathname) ? 'unmatched' : 'dashboard');
+      const route = answer?.route ?? (context as { route?: string }).route ?? 'unmatched';
       ctx.metrics.observeRequest(request.method, route, status, (performance.now() - (started.get(request) ?? performance.now())) / 1000);
       traceRequestEnd(request, route, status);
       log.debug({ request_id: requestIdOf(request), method: request.method, path: new URL(request.url).pathname, status }, 'request');

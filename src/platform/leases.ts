@@ -82,9 +82,12 @@ export class LeaseKeeper {
   readonly held = new Set<string>();
   /** Leases a job asked for and another holder had: the jobs to run when this process takes them. */
   private readonly wanted = new Map<string, Set<() => void>>();
+  /** When a renewal round last finished (at first: when the keeper started), and why the last round
+   * failed (null while rounds work): what deep health reports. */
+  lastRoundAt = Date.now();
+  lastError: string | null = null;
   private stopped = false;
   private busy = false;
-  private failing = false;
   private readonly timer: ReturnType<typeof setInterval>;
 
   constructor(
@@ -156,11 +159,13 @@ export class LeaseKeeper {
           for (const run of jobs ?? []) run();
         }
       }
-      if (this.failing) log.info({}, 'lease renewal works again');
-      this.failing = false;
+      if (this.lastError !== null) log.info({}, 'lease renewal works again');
+      this.lastError = null;
+      this.lastRoundAt = Date.now();
     } catch (e) {
-      if (!this.failing) log.warn({ err: describeError(e).message }, 'renewing leases failed (retrying)');
-      this.failing = true;
+      const message = describeError(e).message;
+      if (this.lastError === null) log.warn({ err: message }, 'renewing leases failed (retrying)');
+      this.lastError = message;
     } finally {
       this.busy = false;
     }
@@ -183,6 +188,9 @@ export class LeaseKeeper {
 }
 
 const keepers = new WeakMap<Db, LeaseKeeper>();
+
+/** The keeper renewing this process's leases on `db`, if one runs. */
+export const leaseKeeperOf = (db: Db): LeaseKeeper | undefined => keepers.get(db);
 
 /** `svc serve`: this process's leases on `db` are renewed while it runs (see the top of this file). */
 export function keepLeases(db: Db, o: LeaseKeeperOptions): LeaseKeeper {

@@ -99,6 +99,22 @@ describe('traces (OTLP/HTTP)', () => {
     expect(rx.traceBodies.join('\n')).not.toContain('qs-token-1');
   });
 
+  test('answers of the error handler and refusals before routing end their span with the status sent', async () => {
+    const big = 'x'.repeat(svc.ctx.config.SVC_MAX_PAYLOAD_SIZE_BYTES + 1);
+    const cases: [string, string, RequestInit, number, string][] = [
+      ['req-404-1', '/api/v1/no-such-thing', {}, 404, 'GET unmatched'],
+      ['req-405-1', '/api/v1/health', { method: 'DELETE' }, 405, 'DELETE unmatched'],
+      ['req-host-1', '/api/v1/health', { headers: { host: 'attacker.example' } }, 400, 'GET unmatched'],
+      ['req-413-1', '/api/v1/auth/login', { method: 'POST', body: big, headers: { 'content-type': 'application/json' } }, 413, 'POST unmatched'],
+    ];
+    for (const [id, path, init, status, name] of cases) {
+      const res = await fetch(`${svc.baseUrl}${path}`, { ...init, headers: { ...(init.headers as Record<string, string>), 'x-request-id': id } });
+      expect({ id, status: res.status }).toEqual({ id, status });
+      const s = await span(`the ${id} span`, (x) => x.attributes['svc.request_id'] === id);
+      expect({ id, name: s.name, status: s.attributes['http.response.status_code'], route: s.attributes['http.route'] }).toEqual({ id, name, status, route: 'unmatched' });
+    }
+  });
+
   test('a long-poll upload is a child span of its request, with agent, project and request id', async () => {
     const up = await agent.upload([agent.eventBatch([taskEvent({ task_id: 'traced-1' })]), agent.heartbeat()], { 'x-request-id': 'req-upload-1' });
     expect(up.status).toBe(200);

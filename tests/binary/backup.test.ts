@@ -21,7 +21,7 @@ import { setLogLevel } from '../../src/lib/log.ts';
 import { createContext, openConfiguredDatabase } from '../../src/server/compose.ts';
 import { insertProject, TEST_ACTOR } from '../helpers/agents.ts';
 import { seedTaskEvents } from '../helpers/bulk-events.ts';
-import { cleanEnv, eventually, runSvc, startSvc, type RunningSvc } from '../helpers/binary.ts';
+import { binaryPath, cleanEnv, eventually, runSvc, startSvc, type RunningSvc } from '../helpers/binary.ts';
 import { tempDir } from '../helpers/home.ts';
 import { freshDatabase } from '../helpers/postgres.ts';
 import { taskEvent, TestAgent } from '../helpers/test-agent.ts';
@@ -588,6 +588,89 @@ describe.skipIf(!process.env.SVC_TEST_PG_URL)('PostgreSQL: pg_dump while serving
     expect(d.code).toBe(1);
     expect(d.stderr).toContain('the backup is corrupt: not a readable PostgreSQL archive');
     expect((await runSvc(['audit', 'verify'], target)).code).toBe(0);
+  }, 60_000);
+
+  /** The target's rows, by table, and its schemas. */
+  async function targetState(): Promise<{ counts: Record<string, number>; schemas: string[] }> {
+    const pg = postgres(target.SVC_DATABASE_URL!, { max: 1, onnotice: () => {} });
+    try {
+      const counts: Record<string, number> = {};
+      for (const table of ['users', 'projects', 'agents', 'tasks', 'events', 'audit_log']) {
+        counts[table] = Number((await pg.unsafe<{ n: string }[]>(`SELECT COUNT(*) AS n FROM ${table}`))[0]!.n);
+      }
+      const schemas = (await pg<{ nspname: string }[]>`SELECT nspname FROM pg_namespace WHERE nspname LIKE 'public%' ORDER BY nspname`).map((x) => x.nspname);
+      return { counts, schemas };
+    } finally {
+      await pg.end();
+    }
+  }
+
+  /** A refusal that comes after pg_restore ran into the emptied schema: the target's schema is put back as it was. */
+  async function refusedAfterAside(file: string, reason: RegExp): Promise<void> {
+    const before = await targetState();
+    expect(before.counts.events).toBeGreaterThan(0);
+    const r = await runSvc(['restore', file, '--force'], target);
+    expect({ code: r.code, stdout: r.stdout }).toEqual({ code: 1, stdout: '' });
+    expect(r.stderr).toContain('restoring with pg_restore'); // the schema had been moved aside
+    expect(r.stderr).toMatch(reason);
+    // Same rows, and no *_pre_restore_* schema left behind by this attempt.
+    expect(await targetState()).toEqual(before);
+    expect(leftovers(target)).toEqual([]);
+    expect((await runSvc(['audit', 'verify'], target)).code).toBe(0);
+  }
+
+  test('refusals after the schema was moved aside: an empty backup, an audit chain that does not verify', async () => {
+    const empty = await provisioned(homeWithSecretsOf(source, { SVC_DATABASE_URL: await database() }));
+    const emptyFile = join(dir, 'empty-db.tar');
+    expect((await runSvc(['backup', '-o', emptyFile], empty)).code).toBe(0);
+    await refusedAfterAside(emptyFile, /holds an empty database/);
+
+    const tampered = await provisioned(homeWithSecretsOf(source, { SVC_DATABASE_URL: await database() }));
+    const admin = await runSvc(['createsuperuser', '--email', 'admin@example.com', '--password-stdin'], tampered, { stdin: 'Correct-Horse-Battery-9\n' });
+    expect(admin.code).toBe(0);
+    const pg = postgres(tampered.SVC_DATABASE_URL!, { max: 1, onnotice: () => {} });
+    // Past the append-only trigger, as someone with the database's superuser could.
+    await pg.begin(async (tx) => {
+      await tx`SET LOCAL session_replication_role = replica`;
+      await tx`UPDATE audit_log SET metadata = '{"forged":true}' WHERE id = (SELECT id FROM audit_log ORDER BY occurred_at LIMIT 1)`;
+    });
+    await pg.end();
+    const tamperedFile = join(dir, 'tampered.tar');
+    expect((await runSvc(['backup', '-o', tamperedFile], tampered)).code).toBe(0);
+    await refusedAfterAside(tamperedFile, /audit chain does not verify with this installation's keys \(row .*\)/);
+  }, 60_000);
+
+  // The packaged tools in /usr/lib/postgresql hidden under an empty tmpfs, in a mount namespace of the command's own.
+  const [unshare, mount] = [Bun.which('unshare'), Bun.which('mount')];
+  const hidePackaged = ['--mount', '--map-root-user', '/bin/sh', '-c', `[ ! -d /usr/lib/postgresql ] || ${mount} -t tmpfs none /usr/lib/postgresql && exec "$@"`, 'sh'];
+  const canHide = unshare !== null && mount !== null && Bun.spawnSync([unshare, ...hidePackaged, '/bin/true']).exitCode === 0;
+
+  test.skipIf(!canHide)('svc backup without pg_dump (not on PATH, no packaged PostgreSQL) names the tool and writes nothing', async () => {
+    const empty = tempDir('svc-empty-path-');
+    const out = join(dir, 'no-pg-dump.tar');
+    const before = readdirSync(dir);
+    const r = await runSvc([...hidePackaged, binaryPath(), 'backup', '-o', out], { ...source, PATH: empty }, { bin: unshare! });
+    expect(r.code).toBe(1);
+    expect(r.stderr).toContain('pg_dump is not installed (looked on PATH and in /usr/lib/postgresql/*/bin)');
+    expect(r.stderr).toContain('postgresql-client');
+    expect(r.stdout).toBe('');
+    expect(readdirSync(dir)).toEqual(before);
+  });
+
+  test('a backup of an older revision is migrated up to this svc\'s head', async () => {
+    const old = homeWithSecretsOf(source, { SVC_DATABASE_URL: await database() });
+    const { ctx, db } = await installationWithAgent(old, '0007');
+    await AuditService.fromConfig(ctx.config).record(db, { ...TEST_ACTOR, action: 'project.created', target_type: 'project' });
+    await db.close();
+    const oldFile = join(dir, 'old.tar');
+    expect((await runSvc(['backup', '-o', oldFile], old)).stdout).toContain('revision 0007');
+    const r = await runSvc(['restore', oldFile, '--force'], target);
+    expect(r.stderr).toContain(`migrated the backup from 0007 to ${HEAD} (${AFTER_0007})`);
+    expect(r.code).toBe(0);
+    expect(r.stdout).toContain(`migrated up: ${AFTER_0007}`);
+    expect(r.stdout).toContain('1 projects');
+    expect((await runSvc(['migrate', 'current', '--check-heads'], target)).code).toBe(0);
+    expect((await runSvc(['audit', 'verify'], target)).stderr).toContain('audit chain: OK (2 rows verified)');
   }, 60_000);
 
   test('reset wipes the tables; --nuke-secrets is refused on PostgreSQL', async () => {

@@ -167,6 +167,60 @@ describe('an installation from first boot', () => {
   });
 });
 
+describe('metrics-token', () => {
+  const scrape = (svc: RunningSvc, token: string) => fetch(`${svc.url}/metrics`, { headers: { authorization: `Bearer ${token}` } }).then((r) => r.status);
+  const secretFile = (env: Record<string, string>) => join(env.SVC_HOME!, 'secret.env');
+
+  test('rotate writes a new token to secret.env (0600); a running serve keeps the old one, a restarted one takes only the new', async () => {
+    const env = cleanEnv();
+    const old = (await runSvc(['metrics-token', 'show'], env)).stdout.trim();
+    expect(old.length).toBeGreaterThanOrEqual(32);
+    let svc = await startSvc(env);
+    running.push(svc);
+    await eventually(async () => (await scrape(svc, old)) === 200, 10_000, 'the first token accepted');
+
+    const r = await runSvc(['metrics-token', 'rotate'], env);
+    expect(r.code).toBe(0);
+    const fresh = r.stdout.trim();
+    expect(fresh).toMatch(/^\S{32,}$/);
+    expect(fresh).not.toBe(old);
+    expect(r.stderr).toContain('restart running services');
+    expect(statSync(secretFile(env)).mode & 0o777).toBe(0o600);
+    const lines = readFileSync(secretFile(env), 'utf8').split('\n');
+    expect(lines.filter((l) => l.startsWith('SVC_METRICS_AUTH_TOKEN='))).toEqual([`SVC_METRICS_AUTH_TOKEN=${fresh}`]);
+    expect((await runSvc(['metrics-token', 'show'], env)).stdout.trim()).toBe(fresh);
+    // The running process resolved its token at start.
+    expect(await scrape(svc, old)).toBe(200);
+    expect(await scrape(svc, fresh)).toBe(401);
+
+    expect(await svc.stop()).toBe(0);
+    svc = await startSvc(env);
+    running.push(svc);
+    await eventually(async () => (await scrape(svc, fresh)) === 200, 10_000, 'the new token accepted');
+    expect(await scrape(svc, old)).toBe(401);
+    expect(await svc.stop()).toBe(0);
+  });
+
+  test('rotate is refused when the token does not come from the secret file, and changes nothing', async () => {
+    const env = cleanEnv();
+    expect((await runSvc(['metrics-token', 'show'], env)).code).toBe(0);
+    const before = readFileSync(secretFile(env), 'utf8');
+    const fromEnv = 'e'.repeat(48);
+    const r = await runSvc(['metrics-token', 'rotate'], { ...env, SVC_METRICS_AUTH_TOKEN: fromEnv });
+    expect(r.code).toBe(1);
+    expect(r.stderr).toContain('the token comes from the environment (SVC_METRICS_AUTH_TOKEN); change it there');
+    expect(r.stdout).toBe('');
+    expect((await runSvc(['metrics-token', 'show'], { ...env, SVC_METRICS_AUTH_TOKEN: fromEnv })).stdout.trim()).toBe(fromEnv);
+    // config.env may not hold secrets at all: the loader refuses it before rotate could look at the source.
+    const configEnv = join(env.SVC_HOME!, 'config.env');
+    writeFileSync(configEnv, `SVC_METRICS_AUTH_TOKEN=${'c'.repeat(48)}\n`);
+    const c = await runSvc(['metrics-token', 'rotate'], env);
+    expect(c.code).toBe(2);
+    expect(c.stderr).toContain(`${configEnv}:1: SVC_METRICS_AUTH_TOKEN is a secret; set it in the environment or secret.env, not in config.env`);
+    expect(readFileSync(secretFile(env), 'utf8')).toBe(before);
+  });
+});
+
 describe('--workers', () => {
   test('N workers are N processes sharing the port; a dead worker is replaced', async () => {
     const env = cleanEnv();

@@ -38,6 +38,10 @@ test('readiness and deep health turn 503 naming the database while PostgreSQL is
   const down = await deep();
   expect(down.status).toBe(503);
   expect(down.body.entries.find((e: any) => e.name === 'database')).toMatchObject({ status: 'failed' });
+  // The signal listener's own connection goes down with it.
+  const signals = async () => (await deep()).body.entries.find((e: any) => e.name === 'signals');
+  await eventually(async () => (await signals()).status === 'failed', 10_000, 'the signals entry failed');
+  expect(await signals()).toMatchObject({ detail: 'the LISTEN connection to PostgreSQL is down (reconnecting): signals of the other processes are not heard' });
   // A route that needs the database says it is unavailable, not an internal error.
   const api = await fetch(`${svc.url}/api/v1/projects`, { headers: { cookie: 'svc_session=whatever' } });
   expect([api.status, ((await api.json()) as any).error]).toEqual([503, 'database_unavailable']);
@@ -47,14 +51,16 @@ test('readiness and deep health turn 503 naming the database while PostgreSQL is
   pg.start();
   await eventually(async () => (await readiness(svc.url)).status === 200, 15_000, 'ready again');
   expect((await readiness(svc.url)).body).toEqual({ status: 'ready' });
-  await eventually(async () => (await deep()).status === 200, 10_000, 'deep health ok again');
+  // The signal listener retries with backoff (up to 30 s between attempts): deep health is 503 until it is back.
+  await eventually(async () => (await deep()).status === 200, 45_000, 'deep health ok again');
+  expect(await signals()).toMatchObject({ status: 'ok', detail: 'the LISTEN connection to PostgreSQL is up' });
 
   // The CLI reads the same database.
   const status = await runSvc(['status'], env);
   expect(status.code).toBe(0);
   expect(status.stdout).toContain(`database: ${pg.url}`);
   expect(status.stdout).toMatch(/migration revision: \d{4}/);
-});
+}, 120_000);
 
 test('an unreachable PostgreSQL fails `svc check` with exit 2 and a one-line reason', async () => {
   const env = cleanEnv({ SVC_DATABASE_URL: 'postgres://svc:pw@127.0.0.1:1/svc', SVC_DATABASE_CONNECT_TIMEOUT_SECONDS: '1' });

@@ -1,7 +1,7 @@
 // Leader leases and the audit module's background jobs on both databases.
 import { afterEach, beforeEach, describe, expect, test } from 'bun:test';
 import { sql } from 'drizzle-orm';
-import { retentionPass, scheduledVerification } from '../../src/audit/jobs.ts';
+import { retentionPass, scheduledVerification, startAuditJobs } from '../../src/audit/jobs.ts';
 import { verifyChain } from '../../src/audit/verify.ts';
 import { ManualClock, resetClock, setClock } from '../../src/lib/clock.ts';
 import { setLogDestination, setLogLevel } from '../../src/lib/log.ts';
@@ -41,6 +41,23 @@ describe(`leases on ${testDialect()}`, () => {
 });
 
 describe(`audit jobs on ${testDialect()}`, () => {
+  test('the two verifier metrics are scraped only while SVC_AUDIT_CHAIN_VERIFY_ENABLED is on', async () => {
+    const names = ['svc_audit_chain_verifications_total', 'svc_audit_chain_rows_verified'];
+    for (const enabled of [false, true]) {
+      const own = await testService({ env: { SVC_AUDIT_CHAIN_VERIFY_ENABLED: String(enabled) } });
+      try {
+        await startAuditJobs(own.ctx);
+        const r = await own.call('GET', '/metrics', { headers: { authorization: `Bearer ${own.ctx.config.SVC_METRICS_AUTH_TOKEN}` } });
+        expect(r.status).toBe(200);
+        const scraped = names.filter((name) => new RegExp(`^${name}[{ ]`, 'm').test(r.text));
+        expect({ enabled, scraped }).toEqual({ enabled, scraped: enabled ? names : [] });
+        if (enabled) expect(r.text).toContain('svc_audit_chain_verifications_total{outcome="failed"} 0');
+      } finally {
+        await own.close();
+      }
+    }
+  });
+
   test('scheduled verification counts outcomes, sets the rows gauge and logs a failure at error level', async () => {
     await appendMany(svc.ctx.db, svc.ctx.audit, 7);
     expect(await scheduledVerification(svc.ctx)).toBe('clean');
