@@ -3,11 +3,14 @@
 // sign-in paths, linking, provisioning, group mapping and MFA; and a forge the test controls (its
 // discovery, key set and token endpoint answer id_tokens this file signs) for each precise way an
 // id_token can be wrong. Every refusal asserts its status, the envelope's code, that no session
-// cookie was set, and its audit row. Also: the trusted-proxy header, and password sign-in turned off.
+// cookie was set, and its audit row. Also: the trusted-proxy header, the cap on refusal rows (and the
+// summary of the rest), and password sign-in turned off.
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
 import { sql } from 'drizzle-orm';
 import { SignJWT, exportJWK, generateKeyPair, type JWK } from 'jose';
+import { LOGIN_STATE_TTL_SECONDS } from '../../src/auth/sso/policy.ts';
 import { ConfigError } from '../../src/config/load.ts';
+import { ManualClock, isoMicros, nowMicros, resetClock, setClock } from '../../src/lib/clock.ts';
 import { testService, type TestResponse, type TestService } from '../helpers/app.ts';
 import { Browser, FAST_IDENTITY_ENV, STRONG_PASSWORD, mfaAdmin, setupAdmin, userBrowser } from '../helpers/identity.ts';
 import { signInAtProvider, startOidcProvider, type TestOidcProvider } from '../helpers/oidc-provider.ts';
@@ -30,12 +33,14 @@ interface AuditRow {
   action: string;
   result: string;
   user_id: string | null;
+  target_id: string | null;
+  source_ip: string | null;
   metadata: Record<string, any>;
 }
 
 async function auditRows(svc: TestService, action: string): Promise<AuditRow[]> {
   const rows = await svc.ctx.db.all<AuditRow & { metadata: unknown }>(
-    sql`SELECT action, result, user_id, metadata FROM audit_log WHERE action = ${action} ORDER BY occurred_at, id`,
+    sql`SELECT action, result, user_id, target_id, source_ip, metadata FROM audit_log WHERE action = ${action} ORDER BY occurred_at, id`,
   );
   return rows.map((r) => ({ ...r, metadata: typeof r.metadata === 'string' ? JSON.parse(r.metadata) : (r.metadata as Record<string, any>) }));
 }
@@ -95,6 +100,11 @@ describe('OpenID Connect with a real provider (oidc-provider)', () => {
         { sub: 'sub-stranger', email: 'stranger@example.com' },
         { sub: 'sub-mfa', email: 'strong@example.com', amr: ['pwd', 'mfa'] },
         { sub: 'sub-totp', email: 'totp@example.com' },
+        { sub: 'sub-otp', email: 'otp@example.com', amr: ['pwd', 'otp'] },
+        { sub: 'sub-acr', email: 'acr@example.com', acr: 'urn:svc-test:mfa' },
+        { sub: 'sub-acr-weak', email: 'acr-weak@example.com', acr: 'urn:svc-test:pwd' },
+        { sub: 'sub-totp-idp', email: 'totp-idp@example.com', amr: ['pwd', 'mfa'] },
+        { sub: 'sub-inactive', email: 'inactive@example.com' },
       ],
     });
     svc = await testService({
@@ -105,6 +115,7 @@ describe('OpenID Connect with a real provider (oidc-provider)', () => {
         SVC_SSO_PROVISION_ROLE: 'viewer',
         SVC_OIDC_ADMIN_GROUPS: 'svc-admins',
         SVC_OIDC_PROJECT_ROLES: 'svc-ops:ops:operator,svc-ops-lead:ops:admin',
+        SVC_OIDC_MFA_ACR_VALUES: 'urn:svc-test:mfa',
       }),
     });
     admin = await setupAdmin(svc);
@@ -252,6 +263,51 @@ describe('OpenID Connect with a real provider (oidc-provider)', () => {
     expect((await b.call('GET', '/api/v1/projects')).status).toBe(200);
   });
 
+  test('MFA is also asserted by amr otp or a listed acr; an acr not in SVC_OIDC_MFA_ACR_VALUES is no assertion', async () => {
+    const cases = [
+      { email: 'otp@example.com', fresh: true },
+      { email: 'acr@example.com', fresh: true },
+      { email: 'acr-weak@example.com', fresh: false },
+    ];
+    for (const { email, fresh } of cases) {
+      await userBrowser(admin, email);
+      const b = new Browser(svc);
+      expect((await ssoLogin(b, email)).status).toBe(302);
+      const key = await b.call('POST', '/api/v1/api-keys', { body: { name: 'k', scopes: ['projects:read'] } });
+      const login = (await auditRows(svc, 'auth.login')).findLast((r) => r.metadata.method === 'oidc')!;
+      expect({ email, mfa: (await b.call('GET', '/api/v1/auth/me')).body.mfa, key: key.body.error ?? key.status, asserted: login.metadata.mfa_asserted }).toEqual({
+        email,
+        mfa: { enrolled: false, pending: false, fresh },
+        key: fresh ? 201 : 'mfa_enrollment_required',
+        asserted: fresh,
+      });
+    }
+  });
+
+  test('an account with svc\'s TOTP whose provider asserts MFA skips svc\'s authenticator step', async () => {
+    const enrolled = await userBrowser(admin, 'totp-idp@example.com');
+    await enrolled.enrollMfa();
+    const b = new Browser(svc);
+    const res = await ssoLogin(b, 'totp-idp@example.com', '?next=/activity');
+    expect(res.headers.get('location')).toBe('/activity');
+    expect((await b.call('GET', '/api/v1/auth/me')).body.mfa).toEqual({ enrolled: true, pending: false, fresh: true });
+    expect((await b.call('POST', '/api/v1/api-keys', { body: { name: 'k', scopes: ['projects:read'] } })).status).toBe(201);
+  });
+
+  test('refused: a login that took longer than its state lifetime', async () => {
+    const b = new Browser(svc);
+    // Started LOGIN_STATE_TTL_SECONDS (and a second) ago, answered now.
+    setClock(new ManualClock(nowMicros() - (LOGIN_STATE_TTL_SECONDS + 1) * 1_000_000));
+    let location: URL;
+    try {
+      ({ location } = await start(b));
+    } finally {
+      resetClock();
+    }
+    const back = await signInAtProvider(location.toString(), 'admin@example.com');
+    await expectRefused(svc, await b.call('GET', callbackPath(back)), 400, 'sso_state_invalid', 'expired_state');
+  });
+
   test('refused: an unverified e-mail address', async () => {
     const b = new Browser(svc);
     const res = await ssoLogin(b, 'unverified@example.com');
@@ -266,6 +322,15 @@ describe('OpenID Connect with a real provider (oidc-provider)', () => {
     const res = await ssoLogin(new Browser(svc), 'gone@example.com');
     await expectRefused(svc, res, 403, 'sso_account_inactive', 'account_inactive');
     expect((await auditRows(svc, 'auth.sso.refused')).at(-1)!).toMatchObject({ user_id: null });
+  });
+
+  test('refused: a deactivated account matched by e-mail before any link; no identity is linked', async () => {
+    const inactive = await userBrowser(admin, 'inactive@example.com');
+    expect((await admin.call('PATCH', `/api/v1/users/${inactive.id}`, { body: { is_active: false } })).status).toBe(200);
+    const res = await ssoLogin(new Browser(svc), 'inactive@example.com');
+    await expectRefused(svc, res, 403, 'sso_account_inactive', 'account_inactive');
+    expect((await auditRows(svc, 'auth.sso.refused')).at(-1)!.target_id).toBe(inactive.id);
+    expect((await auditRows(svc, 'auth.sso.linked')).filter((r) => r.user_id === inactive.id)).toEqual([]);
   });
 
   test('refused: a wrong state, and a state started in another browser', async () => {
@@ -363,7 +428,8 @@ describe('id_token checks (tokens this test signs, keys it serves)', () => {
             authorization_endpoint: `${issuer}/authorize`,
             token_endpoint: `${issuer}/token`,
             jwks_uri: `${issuer}/jwks`,
-            id_token_signing_alg_values_supported: ['RS256'],
+            // HS256 too: svc must not take a provider's word for a symmetric algorithm.
+            id_token_signing_alg_values_supported: ['RS256', 'HS256'],
           });
         }
         if (path === '/jwks') {
@@ -396,11 +462,15 @@ describe('id_token checks (tokens this test signs, keys it serves)', () => {
   }
 
   /** A login whose token endpoint answers `token(nonce)`; answers svc's callback response. */
-  async function loginWith(token: (nonce: string) => Promise<string> | string): Promise<TestResponse> {
+  async function loginWith(token: (nonce: string) => Promise<string> | string, callbackQuery = ''): Promise<TestResponse> {
     const b = new Browser(svc);
     const { state, nonce } = await start(b);
     next = { id_token: await token(nonce) };
-    return b.call('GET', `/api/v1/auth/sso/callback?code=forged-code&state=${state}`);
+    try {
+      return await b.call('GET', `/api/v1/auth/sso/callback?code=forged-code&state=${state}${callbackQuery}`);
+    } finally {
+      next = null;
+    }
   }
 
   const good = (nonce: string, over: Record<string, unknown> = {}) => ({
@@ -415,10 +485,13 @@ describe('id_token checks (tokens this test signs, keys it serves)', () => {
     ...over,
   });
 
-  test('a well-formed token signs in (the forge itself works)', async () => {
+  test('a well-formed token signs in (the forge itself works); the key set is fetched once and reused', async () => {
     const res = await loginWith((nonce) => sign(good(nonce)));
     expect(res.status).toBe(302);
     expect(sessionCookieSet(res)).toBe(true);
+    expect(jwksFetches).toBe(1);
+    expect((await loginWith((nonce) => sign(good(nonce)))).status).toBe(302);
+    expect(jwksFetches).toBe(1);
   });
 
   test('refused: a wrong nonce', async () => {
@@ -449,6 +522,17 @@ describe('id_token checks (tokens this test signs, keys it serves)', () => {
     await expectRefused(svc, await loginWith((nonce) => sign(good(nonce, { iss: 'https://evil.example' }))), 401, 'sso_token_invalid', 'wrong_issuer');
   });
 
+  test('refused: a callback whose iss parameter names another issuer (RFC 9207); ours is accepted', async () => {
+    const res = await loginWith((nonce) => sign(good(nonce)), `&iss=${encodeURIComponent('https://evil.example')}`);
+    await expectRefused(svc, res, 401, 'sso_token_invalid', 'wrong_issuer');
+    expect((await loginWith((nonce) => sign(good(nonce)), `&iss=${encodeURIComponent(issuer)}`)).status).toBe(302);
+  });
+
+  test('refused: an HS256 id_token keyed with the client secret, though the provider lists HS256', async () => {
+    const hmac = (nonce: string) => new SignJWT(good(nonce)).setProtectedHeader({ alg: 'HS256' }).sign(new TextEncoder().encode(CLIENT_SECRET));
+    await expectRefused(svc, await loginWith(hmac), 401, 'sso_token_invalid', 'alg_not_allowed');
+  });
+
   test('refused: alg none', async () => {
     const unsigned = (nonce: string) => {
       const part = (o: object) => Buffer.from(JSON.stringify(o)).toString('base64url');
@@ -473,7 +557,6 @@ describe('id_token checks (tokens this test signs, keys it serves)', () => {
     const rotated = await generateKeyPair('RS256', { extractable: true });
     publicJwk = { ...(await exportJWK(rotated.publicKey)), kid: 'k-rotated', alg: 'RS256', use: 'sig' };
     // Past the refresh interval of the previous test's refetch.
-    const { setClock, resetClock, ManualClock } = await import('../../src/lib/clock.ts');
     const clock = new ManualClock(Date.now() * 1000 + 120_000_000);
     setClock(clock);
     try {
@@ -487,13 +570,16 @@ describe('id_token checks (tokens this test signs, keys it serves)', () => {
 
 // --- trusted-proxy header --------------------------------------------------------------------------
 
+const PROXY_ENV = { ...FAST_IDENTITY_ENV, SVC_AUTH_PROXY_HEADER: 'X-Forwarded-Email', SVC_AUTH_PROXY_ADDRESSES: '10.77.0.0/24' };
+
 describe('trusted-proxy header', () => {
   let svc: TestService;
+  let admin: Browser;
   const PROXY = '10.77.0.5';
 
   beforeAll(async () => {
-    svc = await testService({ env: { ...FAST_IDENTITY_ENV, SVC_AUTH_PROXY_HEADER: 'X-Forwarded-Email', SVC_AUTH_PROXY_ADDRESSES: '10.77.0.0/24' } });
-    const admin = await mfaAdmin(svc);
+    svc = await testService({ env: PROXY_ENV });
+    admin = await mfaAdmin(svc);
     await userBrowser(admin, 'proxied@example.com');
   });
   afterAll(() => svc?.close());
@@ -521,6 +607,84 @@ describe('trusted-proxy header', () => {
     svc.setPeer(PROXY);
     await expectRefused(svc, await svc.call('GET', '/api/v1/auth/proxy/login'), 401, 'proxy_header_missing', 'header_missing', 'proxy');
     await expectRefused(svc, await svc.call('GET', '/api/v1/auth/proxy/login', { headers: { 'x-forwarded-email': 'nobody@example.com' } }), 403, 'sso_no_account', 'no_account', 'proxy');
+  });
+
+  test('refused: a deactivated account, though a listed proxy names it', async () => {
+    const former = await userBrowser(admin, 'former@example.com');
+    expect((await admin.call('PATCH', `/api/v1/users/${former.id}`, { body: { is_active: false } })).status).toBe(200);
+    svc.setPeer(PROXY);
+    const res = await svc.call('GET', '/api/v1/auth/proxy/login', { headers: { 'x-forwarded-email': 'former@example.com' } });
+    await expectRefused(svc, res, 403, 'sso_account_inactive', 'account_inactive', 'proxy');
+    expect((await auditRows(svc, 'auth.sso.refused')).at(-1)!.target_id).toBe(former.id);
+  });
+
+  test('with SVC_SSO_AUTO_PROVISION a listed proxy provisions an unknown address (no identity to link)', async () => {
+    const open = await testService({ env: { ...PROXY_ENV, SVC_SSO_AUTO_PROVISION: 'true', SVC_SSO_PROVISION_PROJECTS: 'default' } });
+    try {
+      await setupAdmin(open);
+      open.setPeer(PROXY);
+      const b = new Browser(open);
+      const res = await b.call('GET', '/api/v1/auth/proxy/login?next=/activity', { headers: { 'x-forwarded-email': 'newcomer@example.com' } });
+      expect({ status: res.status, location: res.headers.get('location') }).toEqual({ status: 302, location: '/activity' });
+      const me = (await b.call('GET', '/api/v1/auth/me')).body;
+      expect(me).toMatchObject({ email: 'newcomer@example.com', is_admin: false });
+      expect(me.memberships.map((m: any) => [m.project_slug, m.role])).toEqual([['default', 'viewer']]);
+      expect((await auditRows(open, 'auth.sso.provisioned')).map((r) => [r.user_id, r.metadata.email])).toEqual([[me.id, 'newcomer@example.com']]);
+      expect((await auditRows(open, 'auth.login')).at(-1)!).toMatchObject({ user_id: me.id, metadata: { method: 'proxy' } });
+      expect((await b.call('GET', '/api/v1/auth/sso/identities')).body).toEqual({ identities: [], password_sign_in: false });
+    } finally {
+      await open.close();
+    }
+  });
+});
+
+// --- refusal audit rows --------------------------------------------------------------------------------
+
+describe('refusal audit rows: 30 per address in ten minutes, the rest in one summary row', () => {
+  test('a flood of refusals (throttled ones included) is summarised when its window ends, and at shutdown', async () => {
+    const clock = new ManualClock(Date.now() * 1000);
+    setClock(clock);
+    // A callback without state is refused before any provider is asked: none needs to listen.
+    const svc = await testService({ env: oidcEnv('http://127.0.0.1:9') });
+    try {
+      const refuse = async () => (await svc.call('GET', '/api/v1/auth/sso/callback')).status;
+      const started = clock.nowMicros();
+      const statuses: number[] = [];
+      for (let i = 0; i < 64; i++) statuses.push(await refuse());
+      // The callback's throttle (60 a minute per address) answers the last four.
+      expect(statuses.filter((s) => s === 429)).toHaveLength(4);
+      expect(await auditRows(svc, 'auth.sso.refused')).toHaveLength(30);
+      expect(await auditRows(svc, 'auth.sso.refused_suppressed')).toEqual([]);
+      // Another address has rows of its own.
+      svc.setPeer('10.9.9.9');
+      expect(await refuse()).toBe(400);
+      expect((await auditRows(svc, 'auth.sso.refused')).at(-1)!.source_ip).toBe('10.9.9.9');
+
+      // The window ends; the next refusal writes the summary first, then opens a new window with a row of its own.
+      clock.advance(600_000);
+      svc.setPeer('127.0.0.1');
+      expect(await refuse()).toBe(400);
+      const [summary] = await auditRows(svc, 'auth.sso.refused_suppressed');
+      expect(summary).toEqual({
+        action: 'auth.sso.refused_suppressed',
+        result: 'denied',
+        user_id: null,
+        target_id: '',
+        source_ip: '127.0.0.1',
+        metadata: { count: 34, by_reason: { missing_state: 30, rate_limited: 4 }, window_start: isoMicros(started), window_end: isoMicros(started + 600_000_000) },
+      });
+      expect(await auditRows(svc, 'auth.sso.refused')).toHaveLength(32);
+
+      // Refusals left out of a window still open are summarised when the service stops.
+      for (let i = 0; i < 32; i++) expect(await refuse()).toBe(400);
+      expect(await auditRows(svc, 'auth.sso.refused')).toHaveLength(61);
+      await svc.ctx.lifecycle.shutdown();
+      const last = (await auditRows(svc, 'auth.sso.refused_suppressed')).map((r) => r.metadata);
+      expect(last).toEqual([summary!.metadata, { count: 3, by_reason: { missing_state: 3 }, window_start: isoMicros(started + 600_000_000), window_end: isoMicros(clock.nowMicros()) }]);
+    } finally {
+      await svc.close();
+      resetClock();
+    }
   });
 });
 
@@ -576,6 +740,10 @@ describe('password sign-in turned off (break-glass admin only)', () => {
       const res = await strict.call('GET', '/api/v1/auth/sso/login');
       expect({ status: res.status, error: res.body.error, reason: res.body.details.reason }).toEqual({ status: 502, error: 'sso_provider_error', reason: 'discovery_unreachable' });
       expect(res.body.message).toMatch(/loopback/);
+      // A refused start is audited like a refused callback, and a browser lands on the sign-in page.
+      expect((await auditRows(strict, 'auth.sso.refused')).at(-1)!.metadata).toMatchObject({ method: 'oidc', reason: 'discovery_unreachable', error: 'sso_provider_error' });
+      const page = await strict.call('GET', '/api/v1/auth/sso/login', { headers: { accept: 'text/html' } });
+      expect({ status: page.status, location: page.headers.get('location') }).toEqual({ status: 303, location: '/login?sso_error=sso_provider_error' });
     } finally {
       await strict.close();
     }

@@ -1,16 +1,19 @@
 // Single sign-on in the compiled binary: dist/svc against a real OpenID Provider (oidc-provider) on
 // loopback. The JOSE library is imported at the first SSO login inside the binary; this shows it is
-// there and works: discovery, PKCE code exchange, id_token verification, userinfo, a session.
+// there and works: discovery, PKCE code exchange, id_token verification, userinfo, a session. And the
+// trusted-proxy header over a real socket: believed from a listed socket peer only, whatever
+// X-Forwarded-For says (the in-process tests substitute the peer address).
 import { afterAll, describe, expect, test } from 'bun:test';
 import { createServer } from 'node:net';
 import { cleanEnv, startSvc, type RunningSvc } from '../helpers/binary.ts';
 import { FAST_IDENTITY_ENV, STRONG_PASSWORD } from '../helpers/identity.ts';
 import { Jar, signInAtProvider, startOidcProvider, type TestOidcProvider } from '../helpers/oidc-provider.ts';
 
-const running: { svc?: RunningSvc; op?: TestOidcProvider } = {};
+const running: { svc?: RunningSvc; op?: TestOidcProvider; proxied: RunningSvc[] } = { proxied: [] };
 afterAll(async () => {
   await running.svc?.stop('SIGKILL');
   await running.op?.close();
+  for (const svc of running.proxied) await svc.stop('SIGKILL');
 });
 
 /** A loopback port nobody listens on now (svc needs it before the provider can list its callback). */
@@ -78,5 +81,46 @@ describe('dist/svc signs in through OpenID Connect', () => {
     const them = await (await fetch(`${base}/api/v1/auth/me`, { headers: { cookie: newcomer.header() } })).json();
     expect(them.email).toBe('newcomer@example.com');
     expect(them.memberships.map((m: any) => [m.project_slug, m.role])).toEqual([['default', 'operator']]);
+  });
+});
+
+describe('dist/svc trusted-proxy header', () => {
+  /** svc on 127.0.0.1 taking the e-mail header from `proxies`; X-Forwarded-For from loopback is
+   * believed for the client address, so only the socket peer check stands between it and a session. */
+  async function proxiedSvc(proxies: string): Promise<RunningSvc> {
+    const svc = await startSvc(
+      cleanEnv({
+        ...FAST_IDENTITY_ENV,
+        SVC_BOOTSTRAP_ADMIN_EMAIL: 'admin@example.com',
+        SVC_BOOTSTRAP_ADMIN_PASSWORD: STRONG_PASSWORD,
+        SVC_AUTH_PROXY_HEADER: 'X-Forwarded-Email',
+        SVC_AUTH_PROXY_ADDRESSES: proxies,
+        SVC_TRUSTED_PROXIES: '127.0.0.1',
+      }),
+      ['--host', '127.0.0.1'],
+    );
+    running.proxied.push(svc);
+    return svc;
+  }
+  const headers = { 'x-forwarded-email': 'admin@example.com', 'x-forwarded-for': '10.0.0.5' };
+
+  test('from a peer not in SVC_AUTH_PROXY_ADDRESSES: 403 proxy_not_trusted, even with X-Forwarded-For naming a listed address', async () => {
+    const svc = await proxiedSvc('10.0.0.0/8');
+    const res = await fetch(`${svc.url}/api/v1/auth/proxy/login?next=/activity`, { redirect: 'manual', headers });
+    expect(res.status).toBe(403);
+    expect((await res.json()).error).toBe('proxy_not_trusted');
+    expect(res.headers.getSetCookie().filter((c) => c.startsWith('svc_session='))).toEqual([]);
+  });
+
+  test('from a listed peer: the header signs the user in', async () => {
+    const svc = await proxiedSvc('10.0.0.0/8,127.0.0.1');
+    const res = await fetch(`${svc.url}/api/v1/auth/proxy/login?next=/activity`, { redirect: 'manual', headers });
+    expect(res.status).toBe(302);
+    expect(res.headers.get('location')).toBe('/activity');
+    const jar = new Jar();
+    jar.take(res);
+    const me = await fetch(`${svc.url}/api/v1/auth/me`, { headers: { cookie: jar.header() } });
+    expect(me.status).toBe(200);
+    expect((await me.json()).email).toBe('admin@example.com');
   });
 });

@@ -1,6 +1,7 @@
 // /api/v1/auth/sso and /api/v1/auth/proxy: single sign-on. The login and callback are browser
-// navigations answered with redirects; a refused callback answers the error envelope, or for a
-// browser page (Accept: text/html) a 303 to the sign-in page with `?sso_error=<code>`.
+// navigations answered with redirects; a refused one (start, callback or proxy) is audited and
+// answers the error envelope, or for a browser page (Accept: text/html) a 303 to the sign-in page
+// with `?sso_error=<code>`.
 import { Type } from '@sinclair/typebox';
 import { Elysia } from 'elysia';
 import { callerOf, guarded } from '../../access/guard.ts';
@@ -51,8 +52,8 @@ const wantsPage = (request: Request) => (request.headers.get('accept') ?? '').in
 /** Audits a refusal and answers it: the envelope, or the sign-in page for a browser. */
 async function refused(ctx: AppContext, request: Request, method: 'oidc' | 'proxy', e: unknown, actor: Actor): Promise<Response> {
   if (!(e instanceof ApiError)) throw e;
-  // Not configured and throttled are not sign-in attempts worth a row.
-  if (e.status !== 404 && e.status !== 429) await (await sso()).auditRefusal(ctx, method, e, actor);
+  // Not configured is no sign-in attempt; throttled ones are (refusals.ts keeps a flood to a few rows).
+  if (e.status !== 404) await (await sso()).auditRefusal(ctx, method, e, actor);
   if (wantsPage(request) && e.status !== 429) return redirect(303, `/login?sso_error=${encodeURIComponent(e.error)}`);
   throw e;
 }
@@ -84,15 +85,20 @@ export const ssoRoutes = (ctx: AppContext) => {
       async ({ request, query }) => {
         if (!oidcConfigured(ctx.config)) throw notConfigured();
         const secure = isSecureRequest(ctx, request);
-        const started = await (await sso()).startOidcLogin(ctx, {
-          next: query.next ?? '/',
-          remember: query.remember_me === 'true',
-          redirectUri: callbackUrl(ctx, request),
-          browserToken: readCookie(request, SSO_COOKIE),
-          actor: actorOf(ctx, request, null),
-        });
-        const cookie = cookieHeader({ name: SSO_COOKIE, value: started.browserToken, maxAgeSeconds: LOGIN_STATE_TTL_SECONDS, httpOnly: true, sameSite: 'Lax' }, secure);
-        return redirect(302, started.location, [cookie]);
+        const actor = actorOf(ctx, request, null);
+        try {
+          const started = await (await sso()).startOidcLogin(ctx, {
+            next: query.next ?? '/',
+            remember: query.remember_me === 'true',
+            redirectUri: callbackUrl(ctx, request),
+            browserToken: readCookie(request, SSO_COOKIE),
+            actor,
+          });
+          const cookie = cookieHeader({ name: SSO_COOKIE, value: started.browserToken, maxAgeSeconds: LOGIN_STATE_TTL_SECONDS, httpOnly: true, sameSite: 'Lax' }, secure);
+          return redirect(302, started.location, [cookie]);
+        } catch (e) {
+          return refused(ctx, request, 'oidc', e, actor);
+        }
       },
       {
         ...contract({
@@ -101,7 +107,7 @@ export const ssoRoutes = (ctx: AppContext) => {
           access: { public: true },
           query: LoginQuery,
           ok: Redirect,
-          answers: { 302: Redirect },
+          answers: { 302: Redirect, 303: Redirect },
           errors: { 404: ['sso_not_configured'], 429: ['rate_limited'], 502: ['sso_provider_error'] },
         }),
       },

@@ -5,7 +5,7 @@
 // authenticator unless the identity provider asserted multi-factor sign-in.
 import type { Tx } from '../../db/connect.ts';
 import { ApiError, conflict, notFound, tooManyRequests } from '../../http/errors.ts';
-import { isoMicros, nowIso, nowMicros, parseIsoMicros } from '../../lib/clock.ts';
+import { isoMicros, nowIso, nowMicros, nowMs, parseIsoMicros } from '../../lib/clock.ts';
 import { logger } from '../../lib/log.ts';
 import { listHas, normaliseIp, addressList, type AddressList } from '../../lib/net.ts';
 import { limiterFor } from '../../lib/rate-limit.ts';
@@ -20,6 +20,7 @@ import type { NewSession } from '../sessions.ts';
 import { mastersOf, mintToken, tokenHash } from '../tokens.ts';
 import { OidcClient, SsoRefusal, type Claims } from './oidc.ts';
 import { LOGIN_STATE_TTL_SECONDS, higherRole, oidcConfigured, passwordLoginAllowed, projectRoleRules } from './policy.ts';
+import { refusalAudit } from './refusals.ts';
 import {
   consumeLoginState,
   deleteIdentity,
@@ -378,13 +379,17 @@ export async function proxyLogin(
 
 // --- refusals --------------------------------------------------------------------------------------
 
-/** One `auth.sso.refused` row per refusal, at most 30 per address in ten minutes (anyone can make
- * refusals; the log of the rest says how many were left out). */
+/** An `auth.sso.refused` row for the refusal, or, past the address's share of rows, a count in the
+ * window's `auth.sso.refused_suppressed` row (refusals.ts). */
 export async function auditRefusal(ctx: AppContext, method: 'oidc' | 'proxy', error: ApiError, actor: Actor): Promise<void> {
   const reason = error instanceof SsoRefusal ? error.reason : error.error;
   const ip = actor.source_ip ?? 'unknown';
-  if (!limiterFor(ctx, 'sso-refusal-audit', 30, 600_000).take(ip)) {
-    log.warn({ method, reason, ip }, 'single sign-on refusal (audit rows for this address paused)');
+  const audit = refusalAudit(ctx);
+  const { leftOut, closed } = audit.ledger.record(ip, reason, nowMs());
+  audit.arm();
+  await audit.write(closed);
+  if (leftOut > 0) {
+    if (leftOut === 1) log.warn({ method, reason, ip }, 'single sign-on refusals from this address: further ones are counted in one audit row at the end of the window');
     return;
   }
   const details = error.details as Record<string, unknown>;
