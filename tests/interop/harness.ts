@@ -26,6 +26,9 @@ export function venvBin(name: string): string {
 
 export type Transport = 'ws' | 'longpoll';
 
+/** How long World.stop waits after SIGTERM: Celery and Dramatiq workers leave within 3 s. */
+const STOP_GRACE_MS = 3000;
+
 function freePort(): number {
   const s = Bun.listen({ hostname: '127.0.0.1', port: 0, socket: { data() {} } });
   const port = s.port;
@@ -60,6 +63,7 @@ export class Proc {
 /** svc, Redis and the administrator's API session, shared by every cell of a suite file. */
 export class World {
   private readonly processes: Subprocess[] = [];
+  private redis?: Subprocess;
   private nextDb = 0;
   svc!: RunningSvc;
   api!: Api;
@@ -73,8 +77,7 @@ export class World {
   async start(extraEnv: Record<string, string> = {}): Promise<void> {
     this.redisPort = freePort();
     // One database per cell keeps engines' queues and registries apart.
-    const redis = Bun.spawn(['redis-server', '--port', String(this.redisPort), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--databases', '64'], { stdout: 'ignore', stderr: 'ignore' });
-    this.processes.push(redis);
+    this.redis = Bun.spawn(['redis-server', '--port', String(this.redisPort), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--databases', '64'], { stdout: 'ignore', stderr: 'ignore' });
     const env = cleanEnv({
       ...FAST_IDENTITY_ENV,
       SVC_TLS_SELF_SIGNED: 'true',
@@ -92,13 +95,16 @@ export class World {
     await this.api.enrolMfa();
   }
 
+  /** Stops the workers and schedulers all at once (SIGTERM, a short grace, then SIGKILL for what is
+   * still running: a TaskIQ worker on taskiq-redis's stream broker takes over 20 s to leave after
+   * SIGTERM, with or without its z4j agent; docs/agents.md), then Redis and svc. */
   async stop(): Promise<void> {
-    for (const p of this.processes.reverse()) {
-      p.kill('SIGTERM');
-      await Promise.race([p.exited, Bun.sleep(5000)]);
-      p.kill('SIGKILL');
-    }
-    await this.svc?.stop('SIGKILL');
+    const running = this.processes.splice(0);
+    for (const p of running) p.kill('SIGTERM');
+    await Promise.race([Promise.all(running.map((p) => p.exited)), Bun.sleep(STOP_GRACE_MS)]);
+    for (const p of running) p.kill('SIGKILL');
+    this.redis?.kill('SIGKILL');
+    await Promise.all([...running.map((p) => p.exited), this.redis?.exited, this.svc?.stop('SIGKILL')]);
   }
 
   /** A Redis URL on a database of its own. */

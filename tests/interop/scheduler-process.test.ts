@@ -121,7 +121,8 @@ describe('firing', () => {
       symlinkSync(binaryPath(), join(linkDir, 'svc-scheduler'));
       schedulers.push(world.spawn([join(linkDir, 'svc-scheduler'), 'serve'], linkDir, schedulerEnv('sched-a', 'sched-a-1')));
       const fires = async (): Promise<any[]> => (await world.api.call('GET', `/api/v1/projects/default/schedules/${id}/fires?limit=50`)).body;
-      const logs = () => schedulers.map((s, i) => `scheduler ${i}:\n${s.tail(3000)}`).join('\n') + `\nworker:\n${worker.tail(2000)}`;
+      const svcState = () => `svc (exit ${world.svc.proc.exitCode}, signal ${world.svc.proc.signalCode}):\n${world.svc.stderr().slice(-3000)}`;
+      const logs = () => schedulers.map((s, i) => `scheduler ${i}:\n${s.tail(3000)}`).join('\n') + `\nworker:\n${worker.tail(2000)}\n${svcState()}`;
       const wait = (n: number, ms: number) => eventually(async () => (await fires()).length >= n, ms, `${n} fires`).catch((e) => Promise.reject(new Error(`${(e as Error).message}\n${logs()}`)));
       await wait(1, 75_000);
       // Scheduler B beside it, another certificate, `svc scheduler serve` with flags for part of its settings.

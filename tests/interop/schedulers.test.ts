@@ -2,13 +2,14 @@
 // (z4j-celerybeat), rq-scheduler (z4j-rqscheduler) and APScheduler
 // (z4j-apscheduler). Each scheduler runs as a user sets it up, with its z4j
 // agent inside, on a real Redis server, against the compiled dist/svc, once
-// over WebSocket and once over long-poll. svc does not manage schedules yet;
-// what must hold is that each agent comes online with the scheduler adapter it
-// reported, that nothing it sends is refused (by svc's account, /metrics and
+// over WebSocket and once over long-poll. What must hold here is that each
+// agent comes online with the scheduler adapter it reported, that nothing it
+// sends is refused (by svc's account, /metrics and
 // its log, and by the agent's: its log and the telemetry-loss counters of its
 // status samples), and that the schedules keep firing meanwhile. Where a worker
 // with its own engine agent runs what the scheduler sends (Celery, RQ), the
-// fired tasks must land in svc.
+// fired tasks must land in svc. The schedules they report, and svc's controls
+// of them, are schedule-control.test.ts's.
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
 import { dirname, join } from 'node:path';
 import { eventually } from '../helpers/binary.ts';

@@ -36,5 +36,9 @@ export const arq: Engine = {
     newTaskId: (result) => String(result.task_id),
     rerun: () => ({ args: null }),
   },
-  capabilities: ['cancel_task', 'submit_task'],
+  capabilities: ['submit_task', 'cancel_task'],
+  actions: {
+    noWorkers: 'z4j-arq 1.13 reports no workers',
+    bulkRetry: { undeliverable: 'z4j-arq has no retry_task and attests no retry contract' },
+  },
 };

@@ -17,28 +17,17 @@ export const celery: Engine = {
   // when the countdown comes due and the task is discarded.
   cancel: { sleepy: ['1', '6'], before: 'received', after: 'revoked' },
   retry: { newTaskId: (result) => String(result.new_task_id) },
-  capabilities: ['cancel_task', 'retry_task'],
+  // Everything but dead letters (Celery has no dead-letter store of its own).
+  capabilities: ['submit_task', 'retry_task', 'cancel_task', 'bulk_retry', 'purge_queue', 'restart_worker', 'pool_grow', 'pool_shrink', 'add_consumer', 'cancel_consumer', 'rate_limit'],
   actions: {
     // Prefork (its pool grows, shrinks and restarts), without the parked queue; -E: z4j-celery reads a
     // prefork pool's task events from the broker.
     worker: (bin, { name }) => [join(bin, 'celery'), '-A', 'ops', 'worker', '--pool', 'prefork', '--concurrency', '2', '-E', '-X', 'interop.parked', '-l', 'info', '-n', `${name}@%h`],
     client: 'ops_client.py',
-    parkedQueue: 'interop.parked',
+    // Each retry re-runs the task as a new task.
+    bulkRetry: { count: 50, reruns: 'new' },
     // Its heartbeat's depth probe calls llen on kombu's Connection (transport.client), not on Redis.
-    noDepth: 'z4j-celery 1.13 reports no queue depths on a Redis broker',
-    extraQueue: 'interop.extra',
-    // z4j-celery 1.9+ advertises neither: Celery has no dead-letter store of its own.
-    refused: [
-      {
-        route: '/requeue-dead-letter',
-        body: { engine: 'celery', task_id: 'no-such-dead-letter' },
-        refusal: { why: 'z4j-celery does not advertise requeue_dead_letter', error: /does not support action 'requeue_dead_letter'/ },
-      },
-      {
-        route: '/list-dead-letters',
-        body: { engine: 'celery' },
-        refusal: { why: 'z4j-celery does not advertise list_dead_letters', error: /does not support action 'dlq.list'/ },
-      },
-    ],
+    purge: { queue: 'interop.parked', noDepth: 'z4j-celery 1.13 reports no queue depths on a Redis broker' },
+    inspect: { extraQueue: 'interop.extra' },
   },
 };

@@ -29,7 +29,7 @@ export const dramatiq: Engine = {
   // due. The adapter sends no event for a skipped message (it reports the
   // task.started it saw just before the skip), so the cancel shows only in
   // the command's result: {cancelled: true, pending_only: true}.
-  cancel: { sleepy: ['1', '5'], before: 'received', after: null },
+  cancel: { sleepy: ['1', '5'], before: 'received', after: null, result: { cancelled: true, pending_only: true } },
   // Dramatiq keeps no arguments to replay: the adapter re-sends the actor by
   // name with both override halves (a by-reference retry fails closed).
   retry: {
@@ -38,5 +38,18 @@ export const dramatiq: Engine = {
     // The adapter reports no arguments; the exception text shows the override reached the actor.
     rerun: (args) => ({ args: null, exception: `ValueError: interop failure: ${args[0]}` }),
   },
-  capabilities: ['cancel_task', 'retry_task', 'submit_task', 'purge_queue', 'retry_by_reference_v1'],
+  // Redis: the .XQ dead-letter store can be listed (not requeued: stock Dramatiq has no recoverable API).
+  capabilities: ['submit_task', 'retry_task', 'cancel_task', 'purge_queue', 'list_dead_letters', 'retry_by_reference_v1'],
+  actions: {
+    noWorkers: 'z4j-dramatiq 1.13 reports no workers',
+    // The worker consumes `default` only (the parked actor's queue is declared, not consumed).
+    worker: (bin) => [join(bin, 'dramatiq'), 'tasks', '--processes', '1', '--threads', '4', '--queues', 'default'],
+    client: 'ops_client.py',
+    // The agent attests the retry contract, yet keeps no arguments to replay: each item fails.
+    bulkRetry: { count: 3, itemsFail: /cannot retry '[^']+' by reference: stock Dramatiq has no recoverable dead-letter API/, why: 'z4j-dramatiq replays nothing by reference' },
+    purge: { queue: 'interop_parked', noDepth: "z4j-dramatiq 1.13's heartbeats report no depth of a queue the worker does not consume" },
+    // `fail` has no retries: its messages are dead-lettered to default.XQ, listed by the Redis broker's
+    // own message ids (redis_message_id), not the message ids svc knows the tasks by.
+    deadLetters: { queue: 'default', requeue: false, ids: 'broker' },
+  },
 };

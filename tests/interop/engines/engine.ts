@@ -25,11 +25,15 @@ export interface Cell {
 export interface Refusal {
   /** Why the engine's adapter cannot do it (written for the reader of the test). */
   why: string;
-  /** The command ends `failed` with an error matching this (the agent's answer). */
+  /** The command ends `failed` with an error matching this (the agent's answer, over long-poll). */
   error: RegExp;
+  /** svc's refusal of a WebSocket agent (409), from what it advertised; default capability_not_advertised. */
+  code?: string;
 }
 
 export interface CancelSupport {
+  /** What the cancel command's result holds (a subset), where the test checks it. */
+  result?: Record<string, unknown>;
   /** Arguments of the `sleepy` task to cancel: it must still be cancellable when the command arrives. */
   sleepy: string[];
   /** The state the task shows before the cancel (it has reached svc). */
@@ -50,24 +54,49 @@ export interface RetrySupport {
   rerun?: (args: unknown[]) => Record<string, unknown>;
 }
 
-/** An engine's operator-action cells (operator-actions.test.ts): a worker whose pool can be resized and
- * restarted, a client script to ask the engine and its broker what happened, and the refusals the user
- * sees for the actions its adapter does not support. */
+/** A bulk retry (POST /bulk-jobs, by reference) of `count` failed tasks, and what comes of it. */
+export type BulkRetry =
+  /** Each item's retry re-runs its task: as a new task (`new`, the result's new_task_id) or the
+   * failed job itself, requeued under its own id (`same`). */
+  | { count: number; reruns: 'new' | 'same' }
+  /** Admitted (the agent attests the retry contract), and the agent fails each item with this error. */
+  | { count: number; itemsFail: RegExp; why: string }
+  /** The adapter has neither retry_task nor the retry contract: svc refuses the job at once for a
+   * WebSocket agent; a long-poll one is sent nothing (its polls attest no contract for the engine), so
+   * the item's retry waits, undelivered, until commands time out. */
+  | { undeliverable: string };
+
+/** An engine's operator-action cells (operator-actions.test.ts). Actions the adapter does not
+ * advertise (Engine.capabilities) are tested as refused there, from one table. */
 export interface OperatorActions {
-  /** The worker's argv for these cells; `bin` is the venv's bin directory. */
-  worker(bin: string, cell: { transport: Transport; name: string }): string[];
-  /** The app's client script (fail, park, llen, inspect; see app/celery/ops_client.py). */
-  client: string;
-  /** A queue the cell's worker does not consume: purged in the test. */
-  parkedQueue: string;
-  /** Why the agent reports no depth for that queue, if it does not: svc then cannot confirm a depth, and the
-   * purge goes with force after the confirm token (the agent skips its own depth check). */
-  noDepth?: string;
-  /** A queue the worker is told to consume, then to stop consuming. */
-  extraQueue: string;
-  /** Actions the adapter does not advertise: the agent's refusal (long-poll; svc refuses them at once for a
-   * WebSocket agent, from what it advertised). Keyed by the route under /commands and its body. */
-  refused: { route: string; body: Record<string, unknown>; refusal: Refusal }[];
+  /** The worker's argv for these cells; default: the engine's worker. */
+  worker?(bin: string, cell: { transport: Transport; name: string }): string[];
+  /** The app's client script (fail <n> <marker>, park <n>, llen <queue>; see app/celery/ops_client.py).
+   * Without one, failed tasks are enqueued with enqueue.py. */
+  client?: string;
+  bulkRetry: BulkRetry;
+  /** A queue the cell's worker does not consume, filled with `park` and purged in the test. */
+  purge?: {
+    queue: string;
+    /** Why the agent reports no depth for that queue, if it does not: svc then cannot confirm a depth,
+     * and the purge goes with force after the confirm token (the agent skips its own depth check). */
+    noDepth?: string;
+  };
+  /** Celery's remote control, observed with celery inspect: pool resize, restart, rate limit, and a
+   * queue the worker is told to consume, then to stop consuming. */
+  inspect?: { extraQueue: string };
+  /** The dead-letter store: failed tasks are listed (dlq.list); with `requeue`, one is requeued and runs again. */
+  deadLetters?: {
+    queue: string;
+    requeue: boolean;
+    /** What an entry's task_id is: the task's own id, or the broker's id of the stored message (not
+     * one svc knows the task by). */
+    ids: 'task' | 'broker';
+  };
+  /** Why svc knows no worker of the engine (its agent reports none), if so: actions addressed to a
+   * worker (pool resize, restart, consumers) are refused with 409 unknown_worker, whatever the adapter
+   * advertises. */
+  noWorkers?: string;
 }
 
 export interface Engine {
@@ -93,10 +122,9 @@ export interface Engine {
   retry: RetrySupport | Refusal;
   /** Cells that cannot pass for a reason outside svc, with the reason. */
   skip?: Partial<Record<Transport, string>>;
-  /** Capabilities a WebSocket agent of this engine advertises (a subset is enough). */
+  /** Every capability token a WebSocket agent of this engine advertises. */
   capabilities: string[];
-  /** Operator-action cells; engines without them are listed as not described there. */
-  actions?: OperatorActions;
+  actions: OperatorActions;
 }
 
 export const isRefusal = (x: object): x is Refusal => 'why' in x;

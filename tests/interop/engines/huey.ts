@@ -31,5 +31,10 @@ export const huey: Engine = {
     body: (args) => ({ override_args: args, override_kwargs: {} }),
     newTaskId: (result) => String(result.new_task_id),
   },
-  capabilities: ['cancel_task', 'retry_task', 'submit_task', 'retry_by_reference_v1'],
+  capabilities: ['submit_task', 'retry_task', 'cancel_task', 'retry_by_reference_v1'],
+  actions: {
+    noWorkers: 'z4j-huey 1.13 reports no workers',
+    // The agent attests the retry contract, yet Huey keeps no arguments to replay: each item fails.
+    bulkRetry: { count: 3, itemsFail: /huey adapter requires override_args\/kwargs to retry/, why: 'z4j-huey replays nothing by reference' },
+  },
 };

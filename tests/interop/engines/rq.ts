@@ -41,5 +41,15 @@ export const rq: Engine = {
     // The re-run is a new job of the same function; svc shows no arguments for it either.
     rerun: () => ({ args: null }),
   },
-  capabilities: ['cancel_task', 'retry_task', 'retry_by_reference_v1'],
+  capabilities: ['submit_task', 'retry_task', 'cancel_task', 'purge_queue', 'bulk_retry', 'requeue_dead_letter', 'list_dead_letters', 'retry_by_reference_v1'],
+  actions: {
+    noWorkers: 'z4j-rq 1.13 reports no workers',
+    client: 'ops_client.py',
+    // A retry by reference requeues the failed job itself from RQ's FailedJobRegistry (same job id).
+    bulkRetry: { count: 5, reruns: 'same' },
+    // The worker consumes `default` only.
+    purge: { queue: 'interop.parked' },
+    // RQ's FailedJobRegistry is the dead-letter store: requeue runs the job again under its id.
+    deadLetters: { queue: 'default', requeue: true, ids: 'task' },
+  },
 };

@@ -38,4 +38,8 @@ export const taskiq: Engine = {
     newTaskId: (result) => String(result.task_id),
   },
   capabilities: ['submit_task'],
+  actions: {
+    noWorkers: 'z4j-taskiq 1.13 reports no workers',
+    bulkRetry: { undeliverable: 'z4j-taskiq has no retry_task and attests no retry contract' },
+  },
 };

@@ -72,3 +72,10 @@ def flaky(marker):
 def sleepy(seconds):
     time.sleep(seconds)
     return seconds
+
+
+# Declared on a queue the operator-action cells' worker does not consume (--queues default): messages
+# parked there wait until the purge.
+@dramatiq.actor(queue_name="interop_parked")
+def parked(x, y):
+    return x + y
