@@ -169,11 +169,13 @@ async function recordBytecodeOrder(bin: string): Promise<string | null> {
     let seen = '';
     const decoder = new TextDecoder();
     const ready = (async () => {
-      for await (const chunk of proc.stderr) {
-        seen += decoder.decode(chunk, { stream: true });
+      const reader = proc.stderr.getReader();
+      for (;;) {
+        const { value, done } = await reader.read();
+        if (done) return false;
+        seen += decoder.decode(value, { stream: true });
         if (/ serving /.test(seen)) return true;
       }
-      return false;
     })();
     let timer: Timer | undefined;
     const timeout = new Promise<false>((done) => (timer = setTimeout(() => done(false), 30_000)));
