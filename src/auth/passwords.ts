@@ -1,9 +1,15 @@
 // Passwords: argon2id hashes (@node-rs/argon2) and the policy of the spec
 // (length 12..256 by default; three of lowercase, uppercase, digit, symbol
 // below 16 characters; common passwords denied).
+import { Type } from '@sinclair/typebox';
 import type { Config } from '../config/load.ts';
+import { handlerBounds } from '../http/contract.ts';
 
 export const MAX_PASSWORD_LENGTH = 256;
+
+/** A new password's field, `minLength` the configured minimum: the router admits up to 1024 characters so the
+ * policy's 422 (with its code: too short, too long...) answers the rest; the document shows the policy's bounds. */
+export const NewPassword = (minLength: number) => handlerBounds(Type.String({ minLength: 1, maxLength: 1024 }), { minLength, maxLength: MAX_PASSWORD_LENGTH });
 
 type HashConfig = Pick<Config, 'SVC_ARGON2_TIME_COST' | 'SVC_ARGON2_MEMORY_KIB' | 'SVC_ARGON2_PARALLELISM'>;
 

@@ -24,7 +24,7 @@ import {
   startEnrolment,
   verifySecondFactor,
 } from './mfa.ts';
-import { verifyPassword } from './passwords.ts';
+import { NewPassword, verifyPassword } from './passwords.ts';
 import type { Principal } from './principal.ts';
 import {
   ApiKeyMinted,
@@ -156,7 +156,7 @@ export const authRoutes = (ctx: AppContext) =>
         ...guarded(ctx, {
           summary: 'Change your own password; every other session and remembered device ends',
           access: SIGNED_IN,
-          body: Body({ current_password: Type.String({ minLength: 1, maxLength: 1024 }), new_password: Type.String({ minLength: 1, maxLength: 1024 }) }),
+          body: Body({ current_password: Type.String({ minLength: 1, maxLength: 1024 }), new_password: NewPassword(ctx.config.SVC_PASSWORD_MIN_LENGTH) }),
           ok: UserAnswer,
           errors: { 401: ['wrong_password'], 422: POLICY_CODES },
         }),

@@ -11,7 +11,7 @@ import { systemReport } from './system.ts';
 
 // Signed-in users (keys with health:read), or monitoring with the metrics token.
 const SIGNED_IN = { user: { scope: 'health:read' }, metricsToken: true } as const;
-const Unready = Type.Object({ status: Type.Literal('unready'), reason: Type.Union([Type.Literal('starting'), Type.Literal('database')]) }, { additionalProperties: false });
+export const Unready = Type.Object({ status: Type.Literal('unready'), reason: Type.Union([Type.Literal('starting'), Type.Literal('database')]) }, { additionalProperties: false });
 
 export const healthRoutes = (ctx: AppContext) =>
   new Elysia({ prefix: '/api/v1/health', detail: { tags: ['health'] } })

@@ -73,6 +73,16 @@ export const ErrorEnvelope = Type.Object(
 /** `{"success": true}`: the answer of deletions and other acknowledgements. */
 export const Success = Type.Object({ success: Type.Literal(true) }, { additionalProperties: false });
 
+// A keyword TypeBox ignores: the stricter bounds a handler checks itself, which only the document shows.
+export const HANDLER_BOUNDS = 'x-svc-handler-bounds';
+
+/** A field the router takes as `schema` while the handler holds it to `bounds` (the password policy, whose
+ * refusal names its own code, `password_too_short`; a project slug, lower-cased before it is checked): the document
+ * shows the handler's bounds, so clients and fuzzers learn what passes, and the router's refusal does not hide the
+ * handler's more precise one. */
+export const handlerBounds = <T extends TSchema>(schema: T, bounds: { minLength?: number; maxLength?: number; pattern?: string }): T =>
+  ({ ...schema, [HANDLER_BOUNDS]: bounds }) as T;
+
 // A string key: Elysia merges a module's detail ({tags}) into each route's and keeps no symbol keys.
 const CONTRACT = 'x-svc-contract';
 

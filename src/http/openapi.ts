@@ -5,7 +5,7 @@
 // self-hosted binary); point any OpenAPI viewer or client generator at it.
 import { Type, type TSchema } from '@sinclair/typebox';
 import { VERSION } from '../version.ts';
-import { ErrorEnvelope, contractOf, failuresOf, type Contract } from './contract.ts';
+import { ErrorEnvelope, HANDLER_BOUNDS, contractOf, failuresOf, type Contract } from './contract.ts';
 import { CSRF_HEADER_NAME, SESSION_COOKIE_NAME } from './names.ts';
 
 type Json = Record<string, unknown>;
@@ -58,9 +58,10 @@ class Schemas {
     }
     const out: Json = {};
     for (const [k, v] of Object.entries(obj)) {
-      if (k === '$id') continue;
+      if (k === '$id' || k === HANDLER_BOUNDS) continue;
       out[k] = this.walk(v, false);
     }
+    Object.assign(out, obj[HANDLER_BOUNDS]);
     const id = obj.$id;
     if (typeof id === 'string') {
       this.components[id] ??= out;
@@ -123,14 +124,37 @@ function responses(c: Contract, method: string, path: string, schemas: Schemas):
   return out;
 }
 
-/** The OpenAPI document of `routes` (each route with a contract; others, like the WebSocket, are left out). */
+/** The operations a created resource's answer leads to: each operation at `{path}/{param}` (and one
+ * literal step further: `/{id}/enable`), the parameter taken from the answer's field of that name, else its `id`,
+ * the others from the creating request's path. Schemathesis's stateful phase follows these links. */
+function links(created: { path: string; c: Contract }, operations: readonly { path: string; id: string }[]): Json | undefined {
+  const fields = (created.c.ok as { properties?: Record<string, unknown> }).properties ?? {};
+  const out: Json = {};
+  for (const target of operations) {
+    const rest = target.path.startsWith(`${created.path}/`) ? target.path.slice(created.path.length + 1).split('/') : [];
+    if (rest.length === 0 || rest.length > 2 || !/^\{\w+\}$/.test(rest[0]!) || (rest[1] !== undefined && rest[1].includes('{'))) continue;
+    const param = rest[0]!.slice(1, -1);
+    const field = param in fields ? param : 'id' in fields ? 'id' : undefined;
+    if (!field) continue;
+    const parameters: Json = { [param]: `$response.body#/${field}` };
+    for (const [, name] of created.path.matchAll(/\{(\w+)\}/g)) parameters[name!] = `$request.path.${name}`;
+    out[target.id] = { operationId: target.id, parameters };
+  }
+  return Object.keys(out).length ? out : undefined;
+}
+
+/** The OpenAPI document of `routes`; each must state its contract (a route without one throws: the document
+ * would silently leave it out). */
 export function openapiDocument(routes: readonly RouteInfo[]): Json {
   const schemas = new Schemas();
   schemas.ref(ErrorEnvelope);
   const paths: Record<string, Record<string, Json>> = {};
+  const missing = routes.filter((r) => !contractOf(r.hooks.detail)).map((r) => `${r.method} ${r.path}`);
+  if (missing.length) throw new Error(`routes without a contract (http/contract.ts), so missing from the OpenAPI document: ${missing.join(', ')}`);
+  const created: { path: string; c: Contract; op: Json }[] = [];
+  const operations: { path: string; id: string }[] = [];
   for (const route of routes) {
-    const c = contractOf(route.hooks.detail);
-    if (!c) continue;
+    const c = contractOf(route.hooks.detail)!;
     const method = route.method.toUpperCase();
     const detail = route.hooks.detail as { tags?: string[] };
     const op: Json = {
@@ -146,7 +170,14 @@ export function openapiDocument(routes: readonly RouteInfo[]): Json {
     op.responses = responses(c, method, route.path, schemas);
     const sec = security(c, method);
     if (sec) op.security = sec;
-    (paths[toOpenApiPath(route.path)] ??= {})[method.toLowerCase()] = op;
+    const path = toOpenApiPath(route.path);
+    (paths[path] ??= {})[method.toLowerCase()] = op;
+    operations.push({ path, id: op.operationId as string });
+    if (method === 'POST' && c.status === 201) created.push({ path, c, op });
+  }
+  for (const { path, c, op } of created) {
+    const found = links({ path, c }, operations);
+    if (found) ((op.responses as Json)['201'] as Json).links = found;
   }
   return {
     openapi: '3.1.0',

@@ -8,7 +8,7 @@ import { isSecureRequest, withCookies } from '../auth/cookies.ts';
 import { authorize } from '../auth/guards.ts';
 import { principalOf } from '../auth/principal.ts';
 import { createSession } from '../auth/sessions.ts';
-import { contract } from '../http/contract.ts';
+import { contract, handlerBounds } from '../http/contract.ts';
 import { conflict, tooManyRequests } from '../http/errors.ts';
 import { Body, Email, ProjectPath, ProjectSlug, Uuid } from '../http/schemas.ts';
 import { limiterFor } from '../lib/rate-limit.ts';
@@ -31,9 +31,11 @@ import {
   previewInvitation,
   removeMember,
   revokeInvitation,
+  SLUG_RE,
   type Role,
 } from './service.ts';
 import { InvitationAccepted, InvitationMinted, InvitationPreview, InvitationPublic, Member, Membership, ProjectPublic, RoleSchema } from './schemas.ts';
+import { NewPassword } from '../auth/passwords.ts';
 
 const SlugId = Type.Object({ slug: ProjectSlug, id: Uuid });
 // Project administration: the service checks the role again inside its transaction.
@@ -71,7 +73,7 @@ export const projectRoutes = (ctx: AppContext) =>
           summary: 'Create a project (administrators)',
           access: { user: { admin: true } },
           body: Body({
-            slug: Type.String({ minLength: 2, maxLength: 63 }),
+            slug: handlerBounds(Type.String({ minLength: 2, maxLength: 63 }), { pattern: SLUG_RE.source }),
             name: Type.String({ minLength: 1, maxLength: 200 }),
             description: Type.Optional(Type.String({ maxLength: 2000 })),
           }),
@@ -265,7 +267,7 @@ export const projectRoutes = (ctx: AppContext) =>
           access: { public: true },
           body: Body({
             token: Type.String({ minLength: 10, maxLength: 200 }),
-            password: Type.Optional(Type.String({ minLength: 1, maxLength: 1024 })),
+            password: Type.Optional(NewPassword(ctx.config.SVC_PASSWORD_MIN_LENGTH)),
             display_name: Type.Optional(Type.String({ maxLength: 200 })),
           }),
           ok: InvitationAccepted,

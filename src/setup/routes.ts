@@ -11,12 +11,13 @@ import { unauthorized } from '../http/errors.ts';
 import type { AppContext } from '../server/context.ts';
 import { SETUP_CLOSED_HTML, setupPage } from './page.ts';
 import { completeSetup, setupClosed, setupOpen } from './service.ts';
+import { NewPassword } from '../auth/passwords.ts';
 
 const html = (body: string, status: number, headers: Record<string, string> = {}) =>
   new Response(body, { status, headers: { 'content-type': 'text/html; charset=utf-8', 'cache-control': 'no-store', 'referrer-policy': 'no-referrer', ...headers } });
 
 const PUBLIC = { public: true } as const;
-const SetupStatus = Answer({ first_boot: Type.Boolean() }, 'SetupStatus');
+export const SetupStatus = Answer({ first_boot: Type.Boolean() }, 'SetupStatus');
 const SetupDone = Answer({ user: UserPublic, project: ProjectPublic }, 'SetupDone');
 
 export const setupRoutes = (ctx: AppContext) =>
@@ -59,7 +60,7 @@ export const setupRoutes = (ctx: AppContext) =>
           body: Body({
             token: Type.String({ minLength: 10, maxLength: 200 }),
             email: Email,
-            password: Type.String({ minLength: 1, maxLength: 1024 }),
+            password: NewPassword(ctx.config.SVC_PASSWORD_MIN_LENGTH),
             display_name: Type.Optional(Type.String({ maxLength: 200 })),
             first_name: Type.Optional(Type.String({ maxLength: 100 })),
             last_name: Type.Optional(Type.String({ maxLength: 100 })),

@@ -9,6 +9,7 @@ import { Success } from '../http/contract.ts';
 import { Body, Email, Uuid } from '../http/schemas.ts';
 import type { AppContext } from '../server/context.ts';
 import { createUser, getUser, listUsersPublic, patchUser, removeUser, setPassword, toUserPublic, UserPublic } from './service.ts';
+import { NewPassword } from '../auth/passwords.ts';
 
 const Id = Type.Object({ id: Uuid });
 const READ = { user: { admin: true, scope: 'users:read' } } as const;
@@ -41,7 +42,7 @@ export const userRoutes = (ctx: AppContext) =>
           access: WRITE,
           body: Body({
             email: Email,
-            password: Type.String({ minLength: 1, maxLength: 1024 }),
+            password: NewPassword(ctx.config.SVC_PASSWORD_MIN_LENGTH),
             first_name: Type.Optional(Type.String({ maxLength: 100 })),
             last_name: Type.Optional(Type.String({ maxLength: 100 })),
             display_name: Type.Optional(Type.String({ maxLength: 200 })),
@@ -93,7 +94,7 @@ export const userRoutes = (ctx: AppContext) =>
           summary: "Set a user's password; all of their sessions and remembered devices end",
           access: WRITE,
           params: Id,
-          body: Body({ new_password: Type.String({ minLength: 1, maxLength: 1024 }) }),
+          body: Body({ new_password: NewPassword(ctx.config.SVC_PASSWORD_MIN_LENGTH) }),
           ok: Success,
           errors: { 404: ['not_found'], 422: POLICY_CODES },
         }),

@@ -4,6 +4,7 @@ import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
 import { Type } from '@sinclair/typebox';
 import { Elysia } from 'elysia';
 import { healthRoutes } from '../../src/health/routes.ts';
+import { openapiDocument } from '../../src/http/openapi.ts';
 import { Body } from '../../src/http/schemas.ts';
 import { metricsRoutes } from '../../src/metrics/routes.ts';
 import { testService, type TestService } from '../helpers/app.ts';
@@ -11,9 +12,11 @@ import { testService, type TestService } from '../helpers/app.ts';
 // A route with a body schema, as areas declare them, to exercise parsing and
 // validation through the real app assembly.
 const echo = () =>
-  new Elysia().post('/api/v1/test-echo', ({ body }) => ({ got: body }), {
-    body: Body({ name: Type.String({ minLength: 1, maxLength: 5 }), count: Type.Integer({ minimum: 1, maximum: 10 }) }),
-  });
+  new Elysia()
+    .post('/api/v1/test-echo', ({ body }) => ({ got: body }), {
+      body: Body({ name: Type.String({ minLength: 1, maxLength: 5 }), count: Type.Integer({ minimum: 1, maximum: 10 }) }),
+    })
+    .get('/api/v1/test-echo/:id', ({ params }) => ({ id: params.id }));
 
 const expectEnvelope = (body: any, error: string) => {
   expect(body.error).toBe(error);
@@ -169,6 +172,50 @@ describe('metrics', () => {
     expect(r.status).toBe(200);
     expect(r.headers.get('content-type')).toContain('text/plain');
   });
+
+  test('request counts carry the route pattern and the status actually sent, refusals before routing included', async () => {
+    const own = await testService({ modules: [healthRoutes, metricsRoutes, echo] });
+    try {
+      const big = JSON.stringify({ name: 'x'.repeat(70_000), count: 1 });
+      const calls: [string, string, Parameters<TestService['call']>[2], number][] = [
+        ['GET', '/api/v1/test-echo/41', {}, 200],
+        ['GET', '/api/v1/test-echo/42', {}, 200],
+        ['POST', '/api/v1/test-echo', { body: { name: 'much-too-long', count: 1 } }, 422],
+        ['GET', '/api/v1/no-such-thing', {}, 404],
+        ['DELETE', '/api/v1/test-echo', {}, 405],
+        ['GET', '/api/v1/health', { headers: { host: 'attacker.example' } }, 400],
+        ['POST', '/api/v1/test-echo', { raw: big, headers: { 'content-type': 'application/json', 'content-length': String(big.length) } }, 413],
+      ];
+      for (const [method, path, options, status] of calls) expect({ method, path, status: (await own.call(method, path, options)).status }).toEqual({ method, path, status });
+      own.ctx.lifecycle.ready = false;
+      expect((await own.call('POST', '/api/v1/test-echo', { body: { name: 'a', count: 1 } })).status).toBe(503);
+      own.ctx.lifecycle.ready = true;
+
+      const bearer = { authorization: `Bearer ${own.ctx.config.SVC_METRICS_AUTH_TOKEN}` };
+      const counts = async () => {
+        const text = (await own.call('GET', '/metrics', { headers: bearer })).text;
+        return Object.fromEntries(
+          [...text.matchAll(/^svc_http_requests_total\{method="(\w+)",route="([^"]+)",status="(\d+)"\} (\d+)$/gm)]
+            .filter(([, , route]) => route !== '/metrics')
+            .map(([, method, route, status, n]) => [`${method} ${route} ${status}`, Number(n)]),
+        );
+      };
+      // Counted once the answer is sent (Elysia's onAfterResponse runs on a later tick).
+      let seen = await counts();
+      for (const end = Date.now() + 5000; Object.keys(seen).length < 7 && Date.now() < end; seen = await counts()) await Bun.sleep(20);
+      expect(seen).toEqual({
+        'GET /api/v1/test-echo/:id 200': 2,
+        'POST /api/v1/test-echo 422': 1,
+        'GET unmatched 404': 1,
+        'DELETE unmatched 405': 1,
+        'GET unmatched 400': 1,
+        'POST unmatched 413': 1,
+        'POST unmatched 503': 1,
+      });
+    } finally {
+      await own.close();
+    }
+  });
 });
 
 describe('full service', () => {
@@ -187,5 +234,18 @@ describe('full service', () => {
     } finally {
       await full.close();
     }
+  });
+
+  test('every route is in the OpenAPI document; a route without a contract fails it rather than going missing', async () => {
+    const full = await testService();
+    try {
+      const doc = (await full.call('GET', '/api/v1/openapi.json')).body;
+      const documented = Object.entries(doc.paths).flatMap(([path, ops]) => Object.keys(ops as object).map((m) => `${m.toUpperCase()} ${path}`));
+      const routes = full.app.routes.map((r) => `${r.method} ${r.path.replace(/:([^/]+)/g, '{$1}')}`);
+      expect(documented.sort()).toEqual(routes.sort());
+    } finally {
+      await full.close();
+    }
+    expect(() => openapiDocument(new Elysia().get('/api/v1/bare', () => 'bare').routes)).toThrow('GET /api/v1/bare');
   });
 });

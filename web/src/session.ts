@@ -3,7 +3,7 @@
 import { signal } from '@preact/signals';
 import { ApiError, api, setRecovery } from './api/client.ts';
 import { earlyAnswersIn } from './api/early.ts';
-import type { Me, Project } from './api/types.ts';
+import type { Me, Project, SetupStatus } from './api/types.ts';
 import { askForMfaCode } from './ui/reverify.tsx';
 
 export const me = signal<Me | null | undefined>(undefined);
@@ -54,7 +54,7 @@ export async function loadSession(): Promise<void> {
       bootError.value = e instanceof ApiError ? e : new ApiError(0, 'client_error', String(e));
       return;
     }
-    const status = await api.get<{ first_boot: boolean }>('/setup/status', undefined, { anonymous: true }).catch(() => null);
+    const status = await api.get<SetupStatus>('/setup/status', undefined, { anonymous: true }).catch(() => null);
     if (status?.first_boot) {
       location.replace('/setup');
       return;

@@ -9,9 +9,12 @@ import type { AgentHealthSample, AgentMintResponse, AgentPublic } from '../../..
 import type { AuditVerification as AuditVerificationSchema } from '../../../src/audit/routes.ts';
 import type {
   ApiKeyPublic,
+  LoginAnswer as LoginAnswerSchema,
   Me as MeSchema,
   MfaStatus as MfaStatusSchema,
   PasswordPolicy as PasswordPolicySchema,
+  RecoveryCodes as RecoveryCodesSchema,
+  Scopes as ScopesSchema,
   SessionPublic,
   TrustedDevice as TrustedDeviceSchema,
 } from '../../../src/auth/schemas.ts';
@@ -19,7 +22,14 @@ import type { LinkedIdentities as LinkedIdentitiesSchema, SsoConfig as SsoConfig
 import type { CommandPage, CommandPublic, CommandStatus } from '../../../src/commands/service.ts';
 import type { DeepReport as DeepReportSchema, SystemReport as SystemReportSchema } from '../../../src/health/schemas.ts';
 import type * as NotificationSchemas from '../../../src/notifications/schemas.ts';
-import type { InvitationPreview as InvitationPreviewSchema, Member } from '../../../src/projects/schemas.ts';
+import type { Unready as UnreadySchema } from '../../../src/health/routes.ts';
+import type {
+  InvitationAccepted as InvitationAcceptedSchema,
+  InvitationMinted as InvitationMintedSchema,
+  InvitationPreview as InvitationPreviewSchema,
+  Member,
+} from '../../../src/projects/schemas.ts';
+import type { SetupStatus as SetupStatusSchema } from '../../../src/setup/routes.ts';
 import type { InvitationPublic, ProjectPublic, Role } from '../../../src/projects/service.ts';
 import type {
   Highlight as HighlightSchema,
@@ -78,6 +88,20 @@ export type Me = Static<typeof MeSchema>;
 export type Membership = Member;
 export type InvitationPreview = Static<typeof InvitationPreviewSchema>;
 export type Session = Static<typeof SessionPublic>;
+/** POST /auth/login. */
+export type LoginAnswer = Static<typeof LoginAnswerSchema>;
+/** POST /auth/mfa/enroll-complete and /auth/mfa/recovery-codes/regenerate. */
+export type RecoveryCodes = Static<typeof RecoveryCodesSchema>;
+/** GET /api-keys/scopes. */
+export type ApiKeyScopes = Static<typeof ScopesSchema>;
+/** POST /projects/{slug}/invitations. */
+export type InvitationMinted = Static<typeof InvitationMintedSchema>;
+/** POST /invitations/accept. */
+export type InvitationAccepted = Static<typeof InvitationAcceptedSchema>;
+/** GET /setup/status. */
+export type SetupStatus = Static<typeof SetupStatusSchema>;
+/** GET /health/ready's 503 answer. */
+export type Unready = Static<typeof UnreadySchema>;
 export type TrustedDevice = Static<typeof TrustedDeviceSchema>;
 export type MfaStatus = Static<typeof MfaStatusSchema>;
 export type PasswordPolicy = Static<typeof PasswordPolicySchema>;
@@ -111,6 +135,8 @@ export type InboxItem = NotificationSchemas.InboxItem;
 export type InboxPage = NotificationSchemas.InboxPage;
 export type Delivery = NotificationSchemas.DeliveryPublic;
 export type DeliveryPage = NotificationSchemas.DeliveryPage;
+/** DELETE /projects/{slug}/notifications/deliveries. */
+export type DeliveriesCleared = Static<typeof NotificationSchemas.DeliveriesCleared>;
 export type UnreadCount = Static<typeof NotificationSchemas.UnreadCount>;
 
 // --- single sign-on (src/auth/sso/schemas.ts) ---

@@ -2,7 +2,7 @@
 // server's versions, a button that walks the whole audit chain now and the way to /system (pages/system.tsx).
 import { useState } from 'preact/hooks';
 import { api, asApiError, type ApiError } from '../api/client.ts';
-import type { AuditVerification, Versions } from '../api/types.ts';
+import type { AuditVerification, Unready, Versions } from '../api/types.ts';
 import { plural } from '../lib/format.ts';
 import { useResource } from '../lib/use-resource.ts';
 import { me } from '../session.ts';
@@ -22,7 +22,7 @@ async function readiness(): Promise<Readiness> {
   const checkedAt = new Date().toISOString();
   try {
     const res = await fetch('/api/v1/health/ready', { headers: { accept: 'application/json' } });
-    const body = (await res.json().catch(() => ({}))) as { reason?: string };
+    const body = (await res.json().catch(() => ({}))) as Partial<Unready>;
     return { ready: res.ok, reason: res.ok ? null : (body.reason ?? `HTTP ${res.status}`), checkedAt };
   } catch {
     return { ready: false, reason: 'svc did not answer', checkedAt };

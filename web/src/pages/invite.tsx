@@ -3,7 +3,7 @@
 // signed-in one.
 import { useLocation } from 'preact-iso';
 import { api } from '../api/client.ts';
-import type { InvitationPreview, User } from '../api/types.ts';
+import type { InvitationAccepted, InvitationPreview } from '../api/types.ts';
 import { useResource } from '../lib/use-resource.ts';
 import { loadSession, me, signOut } from '../session.ts';
 import { Loaded, Time } from '../ui/bits.tsx';
@@ -40,7 +40,7 @@ export function InvitePage() {
     );
   }
   const accepted = async (body: object) => {
-    const r = await api.post<{ user: User; project_slug: string }>(
+    const r = await api.post<InvitationAccepted>(
       '/invitations/accept',
       { token, ...body },
       { anonymous: true },

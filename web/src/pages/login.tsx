@@ -4,7 +4,7 @@ import type { ComponentChildren } from 'preact';
 import { useEffect, useState } from 'preact/hooks';
 import { useLocation } from 'preact-iso';
 import { ApiError, api } from '../api/client.ts';
-import type { SsoConfig, User } from '../api/types.ts';
+import type { LoginAnswer, SsoConfig } from '../api/types.ts';
 import { loadSession, loginNotice, me, safeNext, signOut } from '../session.ts';
 import { CheckboxField, Form, TextField } from '../ui/form.tsx';
 import { Redirect } from '../ui/link.tsx';
@@ -96,7 +96,7 @@ export function LoginPage() {
         busyText="Signing in…"
         label="Sign in"
         onSubmit={async (v) => {
-          const r = await api.post<{ user: User; mfa_required: boolean }>(
+          const r = await api.post<LoginAnswer>(
             '/auth/login',
             { email: v.email, password: v.password, remember_me: v.remember_me === 'on' },
             { anonymous: true },

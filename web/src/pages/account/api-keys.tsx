@@ -2,7 +2,7 @@
 // answer only, so it is shown once with a copy button; the list shows prefixes, scopes, use and revocation.
 import { useState } from 'preact/hooks';
 import { api } from '../../api/client.ts';
-import type { ApiKey } from '../../api/types.ts';
+import type { ApiKey, ApiKeyScopes } from '../../api/types.ts';
 import { useResource } from '../../lib/use-resource.ts';
 import { me, projects } from '../../session.ts';
 import { Badge, ConfirmButton, Empty, Loaded, PageHeader, Section, Time } from '../../ui/bits.tsx';
@@ -31,7 +31,7 @@ function status(k: ApiKey) {
 }
 
 function CreateKey(props: { onCreated: (secret: string) => Promise<void> }) {
-  const scopes = useResource(() => api.get<{ scopes: string[]; admin_only: string[] }>('/api-keys/scopes'), []);
+  const scopes = useResource(() => api.get<ApiKeyScopes>('/api-keys/scopes'), []);
   const admin = me.value?.is_admin ?? false;
   return (
     <Loaded resource={scopes}>

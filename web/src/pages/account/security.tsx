@@ -2,7 +2,7 @@
 // regeneration, turning it off), the devices that skip the code at sign-in, and the sessions signed in as you.
 import { useState } from 'preact/hooks';
 import { api } from '../../api/client.ts';
-import type { LinkedIdentities, MfaStatus, Session, TrustedDevice } from '../../api/types.ts';
+import type { LinkedIdentities, MfaStatus, RecoveryCodes, Session, TrustedDevice } from '../../api/types.ts';
 import { plural } from '../../lib/format.ts';
 import { useResource } from '../../lib/use-resource.ts';
 import { refreshMe, signOut } from '../../session.ts';
@@ -70,7 +70,7 @@ function Enrolment(props: { onEnrolled: (codes: string[]) => void }) {
         submit="Turn on two-factor authentication"
         busyText="Checking…"
         onSubmit={async (v) => {
-          const r = await api.post<{ recovery_codes: string[] }>('/auth/mfa/enroll-complete', { code: (v.code ?? '').trim() });
+          const r = await api.post<RecoveryCodes>('/auth/mfa/enroll-complete', { code: (v.code ?? '').trim() });
           props.onEnrolled(r.recovery_codes);
         }}
       >
@@ -110,7 +110,7 @@ function TwoFactor() {
                     confirm="Make new codes"
                     onConfirm={async () =>
                       changed(
-                        (await api.post<{ recovery_codes: string[] }>('/auth/mfa/recovery-codes/regenerate')).recovery_codes,
+                        (await api.post<RecoveryCodes>('/auth/mfa/recovery-codes/regenerate')).recovery_codes,
                       )
                     }
                   >

@@ -3,7 +3,7 @@
 // outcome, the trigger, the channel, the task and the error as svc sanitised it.
 import { useEffect, useState } from 'preact/hooks';
 import { call } from '../../api/client.ts';
-import type { Delivery, DeliveryPage } from '../../api/types.ts';
+import type { DeliveriesCleared, Delivery, DeliveryPage } from '../../api/types.ts';
 import { apiTimeOf } from '../../lib/api-time.ts';
 import { plural, sentence } from '../../lib/format.ts';
 import { usePaged } from '../../lib/use-paged.ts';
@@ -75,7 +75,7 @@ function ClearLog(props: { base: string; onCleared: (deleted: number) => Promise
       submit="Clear"
       onSubmit={async (v) => {
         const before = apiTimeOf(v.before);
-        const r = await call<{ deleted: number }>('DELETE', `${props.base}/deliveries`, { query: { before } });
+        const r = await call<DeliveriesCleared>('DELETE', `${props.base}/deliveries`, { query: { before } });
         await props.onCleared(r.deleted);
       }}
     >

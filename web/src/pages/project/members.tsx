@@ -2,7 +2,7 @@
 // and invitations: create (the link is shown once), list the pending ones, revoke.
 import { useState } from 'preact/hooks';
 import { api, asApiError, type ApiError } from '../../api/client.ts';
-import { ROLES, type Invitation, type Membership, type Role, type User } from '../../api/types.ts';
+import { ROLES, type Invitation, type InvitationMinted, type Membership, type Role, type User } from '../../api/types.ts';
 import { useResource } from '../../lib/use-resource.ts';
 import { me } from '../../session.ts';
 import { ConfirmButton, Empty, Loaded, Section, Time } from '../../ui/bits.tsx';
@@ -84,7 +84,7 @@ function Invitations(props: { base: string }) {
         label="Invite someone"
         resetOnSuccess
         onSubmit={async (v) => {
-          const r = await api.post<{ invitation: Invitation; accept_url_path: string }>(`${props.base}/invitations`, {
+          const r = await api.post<InvitationMinted>(`${props.base}/invitations`, {
             email: v.email?.trim(),
             role: v.role as Role,
             ttl_days: Number(v.ttl_days) || 7,
