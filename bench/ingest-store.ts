@@ -12,6 +12,8 @@
 // events in three update a stored task (the insert-only default never does).
 // --stored=N: N events are stored first, untimed, through the same path (how
 // the cost grows with the database).
+// BENCH_PRE_SQL='DROP INDEX tasks_search; ...': run before the clock (what a part
+// costs, switched off; docs/benchmarks.md).
 // Besides the wall clock of the transactions it prints this process's CPU per
 // event (cpu_us_per_event, upload set-up included) and, on PostgreSQL, the CPU
 // of the server processes serving the bench's database (server_cpu_us_per_event):
@@ -38,6 +40,7 @@ const { projectId, agents } = await seedAgents(bench.env, 1);
 const agentId = agents[0]!.agentId;
 // As `svc serve` opens it: WAL checkpoints in a thread of their own.
 const db = openConfiguredDatabase(loadConfig({ env: bench.env }), { backgroundCheckpoints: true });
+for (const q of (process.env.BENCH_PRE_SQL ?? '').split(';').filter((x) => x.trim())) await db.query(q, []);
 
 let frameNo = 0;
 /** --lifecycle: tasks received (or started) in earlier transactions, waiting for their next event. */
