@@ -1,7 +1,8 @@
 // The access rules of route contracts (http/contract.ts), enforced for the
 // routes by access/guard.ts. Sessions must pass CSRF on state-changing methods; API keys are refused
 // unless the rule names the scope that admits them; fresh-MFA routes are
-// session-only.
+// session-only, and say how to re-verify: svc's authenticator, or the identity provider for a session
+// whose MFA came from there.
 import type { AccessRule } from '../http/contract.ts';
 import type { AppContext } from '../server/context.ts';
 import { ApiError, forbidden, unauthorized } from '../http/errors.ts';
@@ -9,6 +10,7 @@ import { safeEqual } from '../lib/crypto.ts';
 import { CSRF_HEADER } from './cookies.ts';
 import { principalOf, type Principal } from './principal.ts';
 import { scopeAllows } from './scopes.ts';
+import { oidcConfigured } from './sso/policy.ts';
 
 export type { AccessRule };
 
@@ -46,12 +48,19 @@ export async function authorize(ctx: AppContext, request: Request, rule: AccessR
   checkCsrf(ctx, request, who);
   if (rule.admin && !who.user.is_admin) throw forbidden('admin_required', 'administrators only');
   if (rule.freshMfa && !who.mfaFresh) {
+    const ttl = ctx.config.SVC_MFA_VERIFICATION_TTL_SECONDS;
+    // Their second factor is the identity provider's, and svc has no code to ask for: confirm there again.
+    if (who.user.mfa_enrolled_at === null && who.session!.mfa_via === 'idp' && oidcConfigured(ctx.config)) {
+      throw new ApiError(403, 'mfa_reverify_sso', 'confirm it is you by signing in again with your identity provider', {
+        ttl_seconds: ttl,
+        provider: new URL(ctx.config.SVC_OIDC_ISSUER).host,
+        login_url: '/api/v1/auth/sso/login?reauthenticate=true',
+      });
+    }
     if (who.user.mfa_enrolled_at === null) {
       throw forbidden('mfa_enrollment_required', 'this action needs two-factor authentication: enrol an authenticator first');
     }
-    throw new ApiError(403, 'mfa_reverify_required', 'confirm your authenticator code to continue', {
-      ttl_seconds: ctx.config.SVC_MFA_VERIFICATION_TTL_SECONDS,
-    });
+    throw new ApiError(403, 'mfa_reverify_required', 'confirm your authenticator code to continue', { ttl_seconds: ttl });
   }
   return who;
 }

@@ -36,6 +36,8 @@ import f0017s from '../../migrations/sqlite/0017_aggregate_shards.sql' with { ty
 import f0017p from '../../migrations/postgres/0017_aggregate_shards.sql' with { type: 'text' };
 import f0018s from '../../migrations/sqlite/0018_task_search_updates.sql' with { type: 'text' };
 import f0018p from '../../migrations/postgres/0018_task_search_updates.sql' with { type: 'text' };
+import f0019s from '../../migrations/sqlite/0019_sso_reverify.sql' with { type: 'text' };
+import f0019p from '../../migrations/postgres/0019_sso_reverify.sql' with { type: 'text' };
 
 export interface MigrationSource {
   revision: string;
@@ -63,4 +65,5 @@ export const MIGRATIONS: MigrationSource[] = [
   { revision: '0016', name: 'saved_views', sqlite: f0016s, postgres: f0016p },
   { revision: '0017', name: 'aggregate_shards', sqlite: f0017s, postgres: f0017p },
   { revision: '0018', name: 'task_search_updates', sqlite: f0018s, postgres: f0018p },
+  { revision: '0019', name: 'sso_reverify', sqlite: f0019s, postgres: f0019p },
 ];

@@ -140,7 +140,8 @@ export function failuresOf(c: Contract, method: string, path: string): Map<numbe
     add(403, a.user.scope && !a.user.freshMfa ? 'insufficient_scope' : 'api_key_not_allowed');
     if (method !== 'GET') add(403, 'csrf_failed');
     if (a.user.admin) add(403, 'admin_required');
-    if (a.user.freshMfa) add(403, 'mfa_enrollment_required', 'mfa_reverify_required');
+    // mfa_reverify_sso: MFA asserted by the identity provider, re-verified there (auth/guards.ts).
+    if (a.user.freshMfa) add(403, 'mfa_enrollment_required', 'mfa_reverify_required', 'mfa_reverify_sso');
     if (a.project) {
       add(404, 'not_found');
       if (a.project !== 'viewer' || a.projectRoleMayRise) add(403, 'insufficient_role');

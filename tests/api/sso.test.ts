@@ -105,6 +105,10 @@ describe('OpenID Connect with a real provider (oidc-provider)', () => {
         { sub: 'sub-acr-weak', email: 'acr-weak@example.com', acr: 'urn:svc-test:pwd' },
         { sub: 'sub-totp-idp', email: 'totp-idp@example.com', amr: ['pwd', 'mfa'] },
         { sub: 'sub-inactive', email: 'inactive@example.com' },
+        { sub: 'sub-again', email: 'again@example.com', amr: ['pwd', 'mfa'] },
+        { sub: 'sub-again-2', email: 'again-2@example.com', amr: ['pwd', 'mfa'] },
+        { sub: 'sub-again-other', email: 'again-other@example.com', amr: ['pwd', 'mfa'] },
+        { sub: 'sub-again-totp', email: 'again-totp@example.com', amr: ['pwd', 'mfa'] },
       ],
     });
     svc = await testService({
@@ -292,6 +296,89 @@ describe('OpenID Connect with a real provider (oidc-provider)', () => {
     expect(res.headers.get('location')).toBe('/activity');
     expect((await b.call('GET', '/api/v1/auth/me')).body.mfa).toEqual({ enrolled: true, pending: false, fresh: true });
     expect((await b.call('POST', '/api/v1/api-keys', { body: { name: 'k', scopes: ['projects:read'] } })).status).toBe(201);
+  });
+
+  /** As if SVC_MFA_VERIFICATION_TTL_SECONDS had passed since the user's sessions verified MFA. */
+  const ageMfa = (userId: string) =>
+    svc.ctx.db.tx((tx) => tx.run(sql`UPDATE sessions SET mfa_verified_at = ${'2000-01-01T00:00:00.000000+00:00'} WHERE user_id = ${userId}`));
+
+  /** Signed in through the provider with its MFA assertion, then SVC_MFA_VERIFICATION_TTL_SECONDS later. */
+  async function idpMfaSessionPastWindow(email: string): Promise<Browser & { id: string }> {
+    const user = await userBrowser(admin, email);
+    const b = Object.assign(new Browser(svc), { id: user.id });
+    expect((await ssoLogin(b, email)).status).toBe(302);
+    expect((await b.call('GET', '/api/v1/auth/me')).body.mfa).toEqual({ enrolled: false, pending: false, fresh: true });
+    await ageMfa(user.id);
+    return b;
+  }
+
+  const newKey = (b: Browser) => b.call('POST', '/api/v1/api-keys', { body: { name: 'k', scopes: ['projects:read'] } });
+  const REVERIFY_URL = '/api/v1/auth/sso/login?reauthenticate=true';
+  /** What the dashboard does with 403 mfa_reverify_sso: to its login_url, asking to come back to `next`. */
+  const startReverify = (b: Browser, next: string) => start(b, `?reauthenticate=true&next=${encodeURIComponent(next)}`);
+
+  test('MFA from the provider, past its window: 403 mfa_reverify_sso; signing in again there (prompt=login, max_age=0) makes the same session fresh', async () => {
+    const b = await idpMfaSessionPastWindow('again@example.com');
+    const refused = await newKey(b);
+    expect({ status: refused.status, error: refused.body.error, details: refused.body.details }).toEqual({
+      status: 403,
+      error: 'mfa_reverify_sso',
+      details: { ttl_seconds: svc.ctx.config.SVC_MFA_VERIFICATION_TTL_SECONDS, provider: new URL(op.issuer).host, login_url: REVERIFY_URL },
+    });
+    const session = b.cookies.get('svc_session');
+    const logins = (await auditRows(svc, 'auth.login')).length;
+    const { location } = await startReverify(b, '/account/security');
+    expect({ prompt: location.searchParams.get('prompt'), max_age: location.searchParams.get('max_age') }).toEqual({ prompt: 'login', max_age: '0' });
+    const back = await b.call('GET', callbackPath(await signInAtProvider(location.toString(), 'again@example.com')));
+    expect({ status: back.status, location: back.headers.get('location'), newSession: sessionCookieSet(back) }).toEqual({ status: 302, location: '/account/security', newSession: false });
+    expect(b.cookies.get('svc_session')).toBe(session);
+    expect((await b.call('GET', '/api/v1/auth/me')).body.mfa).toEqual({ enrolled: false, pending: false, fresh: true });
+    expect((await newKey(b)).status).toBe(201);
+    const row = (await auditRows(svc, 'auth.sso.reverified')).at(-1)!;
+    expect({ user_id: row.user_id, target_id: row.target_id, issuer: row.metadata.issuer, subject: row.metadata.subject }).toEqual({
+      user_id: b.id,
+      target_id: b.id,
+      issuer: op.issuer,
+      subject: 'sub-again',
+    });
+    // A confirmation, not a sign-in.
+    expect(await auditRows(svc, 'auth.login')).toHaveLength(logins);
+  });
+
+  test('refused: the provider signing in someone else to confirm; audited, and the session stays as it was', async () => {
+    // The other person has an svc account, linked to their identity at the provider.
+    const other = await userBrowser(admin, 'again-other@example.com');
+    expect((await ssoLogin(new Browser(svc), 'again-other@example.com')).status).toBe(302);
+    const b = await idpMfaSessionPastWindow('again-2@example.com');
+    const session = b.cookies.get('svc_session');
+    const { location } = await startReverify(b, '/settings');
+    const back = await b.call('GET', callbackPath(await signInAtProvider(location.toString(), 'again-other@example.com')));
+    await expectRefused(svc, back, 403, 'sso_reverify_refused', 'different_user');
+    const row = (await auditRows(svc, 'auth.sso.refused')).at(-1)!;
+    expect(row.target_id).toBe(b.id);
+    expect(b.cookies.get('svc_session')).toBe(session);
+    const me = (await b.call('GET', '/api/v1/auth/me')).body;
+    expect({ id: me.id, mfa: me.mfa }).toEqual({ id: b.id, mfa: { enrolled: false, pending: false, fresh: false } });
+    expect((await newKey(b)).body.error).toBe('mfa_reverify_sso');
+    expect((await other.call('GET', '/api/v1/auth/me')).body.id).toBe(other.id);
+    // A browser is led back to its page, still signed in, with the reason.
+    const again = await startReverify(b, '/settings');
+    const page = await b.call('GET', callbackPath(await signInAtProvider(again.location.toString(), 'again-other@example.com')), { headers: { accept: 'text/html' } });
+    expect({ status: page.status, location: page.headers.get('location') }).toEqual({ status: 303, location: '/settings?sso_error=sso_reverify_refused' });
+    expect(b.cookies.get('svc_session')).toBe(session);
+  });
+
+  test('an account with svc\'s TOTP still confirms with its authenticator, though its MFA came from the provider', async () => {
+    const enrolled = await userBrowser(admin, 'again-totp@example.com');
+    await enrolled.enrollMfa();
+    const b = new Browser(svc);
+    expect((await ssoLogin(b, 'again-totp@example.com')).status).toBe(302);
+    await ageMfa(enrolled.id);
+    const refused = await newKey(b);
+    expect({ status: refused.status, error: refused.body.error }).toEqual({ status: 403, error: 'mfa_reverify_required' });
+    b.totpKey = enrolled.totpKey;
+    expect((await b.verifyMfa()).status).toBe(200);
+    expect((await newKey(b)).status).toBe(201);
   });
 
   test('refused: a login that took longer than its state lifetime', async () => {

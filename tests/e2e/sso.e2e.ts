@@ -3,11 +3,11 @@
 // provider's own sign-in form, and back to the dashboard signed in. A newcomer is provisioned with
 // the roles their groups map to; the administrator's account is matched by e-mail and linked, the
 // identity shown on the Security page and unlinked there; a refusal comes back to the sign-in page
-// with its reason in words. svc reaches the provider only on 127.0.0.1 (SVC_OIDC_ALLOW_PRIVATE_PROVIDER).
+// with its reason in words; a user whose second factor is the provider's confirms an action there again. svc reaches the provider only on 127.0.0.1 (SVC_OIDC_ALLOW_PRIVATE_PROVIDER).
 import { expect, test, type BrowserContext, type Page } from '@playwright/test';
 import { startOidcProvider, PROVIDER_PASSWORD, type TestOidcProvider } from '../helpers/oidc-provider.ts';
 import { screenshot } from './browser.ts';
-import { startSvc, type Svc } from './svc.ts';
+import { ageMfaVerifications, startSvc, type Svc } from './svc.ts';
 
 const ADMIN = { email: 'admin@example.com', password: 'Correct-Horse-Battery-9', display_name: 'Ada Admin' };
 const SECRET = 'e2e-client-secret-of-svc-0123456789abcdef';
@@ -26,6 +26,8 @@ test.beforeAll(async ({ browser }) => {
       { sub: 'idp-admin', email: ADMIN.email, name: 'Ada Admin' },
       { sub: 'idp-newcomer', email: 'newcomer@example.com', name: 'Nia Newcomer', groups: ['platform-team'] },
       { sub: 'idp-unverified', email: 'unverified@example.com', email_verified: false },
+      // The provider asserts a multi-factor sign-in for this one (amr), so svc asks for no code of its own.
+      { sub: 'idp-strong', email: 'strong@example.com', name: 'Sam Strong', amr: ['pwd', 'mfa'] },
     ],
   });
   svc = await startSvc({
@@ -116,5 +118,31 @@ test('a refusal comes back to the sign-in page with its reason, and no session',
   await expect(page.getByTestId('sso-error')).toContainText('has not verified your e-mail address');
   expect((await context.cookies()).some((c) => c.name === 'svc_session')).toBe(false);
   await screenshot(page, 'sso-04-refused');
+  await context.close();
+});
+
+test('MFA from the provider, past its window: the dashboard offers to verify there, and the action then goes through', async ({ browser }) => {
+  const { context, page } = await fresh(browser);
+  await ssoSignIn(page, 'strong@example.com', '/account/api-keys');
+  await expect(page).toHaveURL(new RegExp(`^${svc.url}/account/api-keys`));
+  ageMfaVerifications(svc);
+  await page.getByLabel('Name').fill('nightly report');
+  await page.getByRole('button', { name: 'Create key' }).click();
+  const prompt = page.getByRole('dialog', { name: 'Confirm it is you' });
+  const provider = new URL(op.issuer).host;
+  await expect(prompt.getByRole('link', { name: `Verify with ${provider}` })).toBeVisible();
+  await expect(prompt.getByLabel('Authenticator code')).toHaveCount(0);
+  await screenshot(page, 'sso-05-verify-with-provider');
+  await prompt.getByRole('link', { name: `Verify with ${provider}` }).click();
+  // The provider asks for the password again, though its own session is still open (prompt=login).
+  await expect(page.getByRole('heading', { name: 'Test identity provider' })).toBeVisible();
+  await page.getByLabel('E-mail').fill('strong@example.com');
+  await page.getByLabel('Password').fill(PROVIDER_PASSWORD);
+  await page.getByRole('button', { name: 'Sign in' }).click();
+  await expect(page).toHaveURL(new RegExp(`^${svc.url}/account/api-keys$`));
+  await page.getByLabel('Name').fill('nightly report');
+  await page.getByRole('button', { name: 'Create key' }).click();
+  await expect(page.getByTestId('api-key-secret')).toBeVisible();
+  expect((await (await page.request.get('/api/v1/auth/me')).json()).mfa).toEqual({ enrolled: false, pending: false, fresh: true });
   await context.close();
 });

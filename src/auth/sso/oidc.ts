@@ -148,7 +148,9 @@ export class OidcClient {
     }
   }
 
-  authorizationUrl(doc: Discovery, p: { state: string; nonce: string; verifier: string; redirectUri: string; prompt?: string }): string {
+  /** `reauthenticate`: the user must sign in at the provider again, even with a session there (prompt=login),
+   * and the id_token then carries auth_time (max_age=0, OpenID Connect Core 3.1.2.1). */
+  authorizationUrl(doc: Discovery, p: { state: string; nonce: string; verifier: string; redirectUri: string; reauthenticate: boolean }): string {
     const u = new URL(doc.authorization_endpoint);
     const params: Record<string, string> = {
       response_type: 'code',
@@ -159,7 +161,7 @@ export class OidcClient {
       nonce: p.nonce,
       code_challenge: pkceChallenge(p.verifier),
       code_challenge_method: 'S256',
-      ...(p.prompt ? { prompt: p.prompt } : {}),
+      ...(p.reauthenticate ? { prompt: 'login', max_age: '0' } : {}),
     };
     for (const [k, v] of Object.entries(params)) u.searchParams.set(k, v);
     return u.toString();

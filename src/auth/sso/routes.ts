@@ -10,7 +10,7 @@ import { ApiError } from '../../http/errors.ts';
 import { Uuid } from '../../http/schemas.ts';
 import type { AppContext } from '../../server/context.ts';
 import { actorOf, type Actor } from '../actor.ts';
-import { TRUST_COOKIE, cookieHeader, isSecureRequest, readCookie } from '../cookies.ts';
+import { SESSION_COOKIE, TRUST_COOKIE, cookieHeader, isSecureRequest, readCookie } from '../cookies.ts';
 import { LOGIN_STATE_TTL_SECONDS, checkSsoSettings, oidcConfigured, proxyConfigured } from './policy.ts';
 import { LinkedIdentities, Redirect, SsoConfig } from './schemas.ts';
 import type { SignedIn } from './service.ts';
@@ -25,6 +25,15 @@ const LoginQuery = Type.Object({
   // Short enough that any spelling of it (percent-encoded UTF-8) fits the request line.
   next: Type.Optional(Type.String({ maxLength: 512 })),
   remember_me: Type.Optional(Type.Union([Type.Literal('true'), Type.Literal('false')])),
+});
+const OidcLoginQuery = Type.Object({
+  ...LoginQuery.properties,
+  reauthenticate: Type.Optional(
+    Type.Union([Type.Literal('true'), Type.Literal('false')], {
+      description:
+        'true: the provider must sign the user in again (prompt=login, max_age=0). From a signed-in browser this confirms that session\'s user afresh (fresh MFA, the answer to 403 mfa_reverify_sso) and returns to `next` in the same session.',
+    }),
+  ),
 });
 const SIGNED_IN = { user: {} } as const;
 
@@ -54,14 +63,19 @@ async function refused(ctx: AppContext, request: Request, method: 'oidc' | 'prox
   if (!(e instanceof ApiError)) throw e;
   // Not configured is no sign-in attempt; throttled ones are (refusals.ts keeps a flood to a few rows).
   if (e.status !== 404) await (await sso()).auditRefusal(ctx, method, e, actor);
-  if (wantsPage(request) && e.status !== 429) return redirect(303, `/login?sso_error=${encodeURIComponent(e.error)}`);
+  if (wantsPage(request) && e.status !== 429) {
+    // A refused re-verification: the browser is still signed in, so back to its page rather than the sign-in page.
+    const back = (e.details as { return_to?: unknown }).return_to;
+    const page = typeof back === 'string' ? back : '/login';
+    return redirect(303, `${page}${page.includes('?') ? '&' : '?'}sso_error=${encodeURIComponent(e.error)}`);
+  }
   throw e;
 }
 
 const CALLBACK_ERRORS = {
   400: ['sso_state_invalid', 'sso_replayed', 'sso_code_rejected'],
   401: ['sso_token_invalid'],
-  403: ['sso_denied', 'sso_email_unverified', 'sso_no_account', 'sso_account_inactive'],
+  403: ['sso_denied', 'sso_email_unverified', 'sso_no_account', 'sso_account_inactive', 'sso_reverify_refused'],
   404: ['sso_not_configured'],
   429: ['rate_limited'],
   502: ['sso_provider_error'],
@@ -93,6 +107,8 @@ export const ssoRoutes = (ctx: AppContext) => {
             redirectUri: callbackUrl(ctx, request),
             browserToken: readCookie(request, SSO_COOKIE),
             actor,
+            reauthenticate: query.reauthenticate === 'true',
+            sessionToken: readCookie(request, SESSION_COOKIE),
           });
           const cookie = cookieHeader({ name: SSO_COOKIE, value: started.browserToken, maxAgeSeconds: LOGIN_STATE_TTL_SECONDS, httpOnly: true, sameSite: 'Lax' }, secure);
           return redirect(302, started.location, [cookie]);
@@ -105,7 +121,7 @@ export const ssoRoutes = (ctx: AppContext) => {
           summary: 'Start signing in with the OpenID Connect provider: 302 to its authorization endpoint',
           description: 'Sets the short-lived svc_sso cookie that binds the login to this browser. `next` is the dashboard path to return to.',
           access: { public: true },
-          query: LoginQuery,
+          query: OidcLoginQuery,
           ok: Redirect,
           answers: { 302: Redirect, 303: Redirect },
           errors: { 404: ['sso_not_configured'], 429: ['rate_limited'], 502: ['sso_provider_error'] },
@@ -128,6 +144,7 @@ export const ssoRoutes = (ctx: AppContext) => {
             actor,
           );
           const clear = cookieHeader({ name: SSO_COOKIE, value: '', maxAgeSeconds: 0, httpOnly: true, sameSite: 'Lax' }, isSecureRequest(ctx, request));
+          if ('reverified' in done) return redirect(302, done.location, [clear]);
           return signedInRedirect(ctx, request, done, [clear]);
         } catch (e) {
           return refused(ctx, request, 'oidc', e, actor);
@@ -136,6 +153,8 @@ export const ssoRoutes = (ctx: AppContext) => {
       {
         ...contract({
           summary: 'Where the provider sends the browser back: checks the answer, signs in, 302 to the page it came from (or the MFA step)',
+          description:
+            'For a re-verification (started with reauthenticate=true by a signed-in browser) the provider must sign in the same user, just now, with multi-factor: the session becomes MFA-fresh and no new session is made; otherwise 403 sso_reverify_refused (a browser goes back to its page with ?sso_error=) and the session is left as it was.',
           access: { public: true },
           checkedByHandler: {
             query: Type.Object({

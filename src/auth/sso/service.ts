@@ -16,7 +16,8 @@ import { findUser, findUserByEmail, insertPreparedUser, patchUser, prepareUser, 
 import type { Actor } from '../actor.ts';
 import { completeSignIn } from '../login.ts';
 import type { Principal } from '../principal.ts';
-import type { NewSession } from '../sessions.ts';
+import { resolveSession, type NewSession } from '../sessions.ts';
+import { liveSessionsOf, updateSession } from '../store.ts';
 import { mastersOf, mintToken, tokenHash } from '../tokens.ts';
 import { OidcClient, SsoRefusal, type Claims } from './oidc.ts';
 import { LOGIN_STATE_TTL_SECONDS, higherRole, oidcConfigured, passwordLoginAllowed, projectRoleRules } from './policy.ts';
@@ -32,6 +33,7 @@ import {
   pruneLoginStates,
   touchIdentity,
   type IdentityRow,
+  type LoginStateRow,
 } from './store.ts';
 
 const log = logger('sso');
@@ -78,11 +80,22 @@ export interface Started {
 
 export async function startOidcLogin(
   ctx: AppContext,
-  input: { next: string; remember: boolean; redirectUri: string; browserToken: string | null; actor: Actor; prompt?: string },
+  input: {
+    next: string;
+    remember: boolean;
+    redirectUri: string;
+    browserToken: string | null;
+    actor: Actor;
+    /** Ask the provider to sign the user in again; from a signed-in browser (`sessionToken`) this confirms
+     * that session's user afresh instead of starting a new session. */
+    reauthenticate: boolean;
+    sessionToken: string | null;
+  },
 ): Promise<Started> {
   const client = oidc(ctx);
   throttle(ctx, 'sso-start', 30, input.actor.source_ip ?? null);
   const doc = await client.discover();
+  const signedIn = input.reauthenticate && input.sessionToken ? await resolveSession(ctx, input.sessionToken) : null;
   const browserToken = input.browserToken ?? mintToken();
   const state = mintToken();
   const nonce = mintToken();
@@ -102,9 +115,11 @@ export async function startOidcLogin(
       created_at: isoMicros(now),
       expires_at: isoMicros(now + LOGIN_STATE_TTL_SECONDS * 1_000_000),
       consumed_at: null,
+      reverify_session_id: signedIn?.session.id ?? null,
+      reverify_user_id: signedIn?.user.id ?? null,
     });
   });
-  return { location: client.authorizationUrl(doc, { state, nonce, verifier, redirectUri: input.redirectUri, prompt: input.prompt }), browserToken };
+  return { location: client.authorizationUrl(doc, { state, nonce, verifier, redirectUri: input.redirectUri, reauthenticate: input.reauthenticate }), browserToken };
 }
 
 // --- OpenID Connect: callback ----------------------------------------------------------------
@@ -123,9 +138,21 @@ export interface SignedIn {
   user: UserRow;
 }
 
+/** A re-verification passed: the browser's own session is MFA-fresh again (no new session, no new cookies). */
+export interface Reverified {
+  location: string;
+  reverified: true;
+}
+
 const stateInvalid = (reason: string, message: string) => new SsoRefusal(400, 'sso_state_invalid', reason, message);
 
-export async function finishOidcLogin(ctx: AppContext, query: CallbackQuery, browserToken: string | null, trustToken: string | null, actor: Actor): Promise<SignedIn> {
+export async function finishOidcLogin(
+  ctx: AppContext,
+  query: CallbackQuery,
+  browserToken: string | null,
+  trustToken: string | null,
+  actor: Actor,
+): Promise<SignedIn | Reverified> {
   const client = oidc(ctx);
   throttle(ctx, 'sso-callback', 60, actor.source_ip ?? null);
   if (!query.state || !STATE_RE.test(query.state)) throw stateInvalid('missing_state', 'the sign-in answer carries no valid state; start again from the sign-in page');
@@ -150,6 +177,7 @@ export async function finishOidcLogin(ctx: AppContext, query: CallbackQuery, bro
   if (!query.code || query.code.length > 2048) throw new SsoRefusal(400, 'sso_code_rejected', 'missing_code', 'the sign-in answer carries no code');
   const tokens = await client.exchangeCode(query.code, pending.code_verifier, pending.redirect_uri);
   let claims: Claims = await client.verifyIdToken(tokens.idToken, pending.nonce);
+  if (pending.reverify_session_id && pending.reverify_user_id) return reverify(ctx, client.issuer, pending, claims, actor);
   // Providers that keep e-mail and groups out of the id_token (oidc-provider, for one) give them at userinfo.
   const groupsClaim = ctx.config.SVC_OIDC_GROUPS_CLAIM;
   if (tokens.accessToken && (claims.email === undefined || (claims[groupsClaim] === undefined && wantsGroups(ctx)))) {
@@ -161,6 +189,40 @@ export async function finishOidcLogin(ctx: AppContext, query: CallbackQuery, bro
   const fresh = (await findUser(ctx.db, user.id))!;
   const mfaAsserted = mfaAssertedBy(ctx, claims);
   return signIn(ctx, fresh, { method: 'oidc', issuer, subject: claims.sub, remember: pending.remember, next: pending.next_path, mfaAsserted, trustToken }, actor);
+}
+
+/** The end of a re-verification: the provider must have signed in the same person (the identity linked to the
+ * session's user), just now, with multi-factor. Then the session's MFA is fresh again, as after svc's own
+ * authenticator step. Anything else is refused and the session left as it was. */
+async function reverify(ctx: AppContext, issuer: string, pending: LoginStateRow, claims: Claims, actor: Actor): Promise<Reverified> {
+  const userId = pending.reverify_user_id!;
+  // Refusals lead the browser back to the page it came from (routes.ts), still signed in.
+  const refuse = (reason: string, message: string) =>
+    new SsoRefusal(403, 'sso_reverify_refused', reason, message, { user_id: userId, return_to: pending.next_path });
+  const linked = await identityBySubject(ctx.db, issuer, claims.sub);
+  if (linked?.user_id !== userId) throw refuse('different_user', 'the identity provider signed in someone else than you; nothing was changed');
+  const authTime = typeof claims.auth_time === 'number' ? claims.auth_time * 1_000_000 : null;
+  if (authTime === null || authTime < parseIsoMicros(pending.created_at)! - ctx.config.SVC_OIDC_CLOCK_SKEW_SECONDS * 1_000_000) {
+    throw refuse('not_reauthenticated', 'the identity provider did not ask you to sign in again');
+  }
+  if (!mfaAssertedBy(ctx, claims)) throw refuse('mfa_not_asserted', 'the identity provider did not confirm a multi-factor sign-in');
+  const user = await findUser(ctx.db, userId);
+  const session = user?.is_active ? (await liveSessionsOf(ctx.db, userId, nowIso())).find((s) => s.id === pending.reverify_session_id) : undefined;
+  if (!session) throw refuse('session_ended', 'your session ended meanwhile; sign in again');
+  const at = nowIso();
+  await ctx.db.tx(async (tx) => {
+    await updateSession(tx, session.id, { mfa_verified_at: at, mfa_via: 'idp' });
+    await touchIdentity(tx, linked.id, at);
+    await ctx.audit.append(tx, {
+      ...actor,
+      user_id: userId,
+      action: 'auth.sso.reverified',
+      target_type: 'user',
+      target_id: userId,
+      metadata: { issuer, subject: claims.sub, session_id: session.id, acr: typeof claims.acr === 'string' ? claims.acr : null },
+    });
+  });
+  return { location: pending.next_path, reverified: true };
 }
 
 const wantsGroups = (ctx: AppContext) => ctx.config.SVC_OIDC_ADMIN_GROUPS.length > 0 || ctx.config.SVC_OIDC_PROJECT_ROLES.length > 0;

@@ -26,4 +26,7 @@ export const ssoLoginStates = defineTable('sso_login_states', {
   created_at: col.ts('created_at').notNull(),
   expires_at: col.ts('expires_at').notNull(),
   consumed_at: col.ts('consumed_at'),
+  /** Set when a signed-in user started it to confirm themselves again (0019): the session to refresh. */
+  reverify_session_id: col.text('reverify_session_id'),
+  reverify_user_id: col.text('reverify_user_id'),
 });

@@ -1,7 +1,7 @@
 // The dashboard's one way to the API: same-origin fetch with the session cookie, the CSRF header on every
 // state-changing request, every failure turned into an ApiError carrying the envelope's readable message, and
 // the two recoveries the server asks for: a lost session (back to the login page) and a stale MFA verification
-// (ask for the authenticator code, verify, retry the request once).
+// (ask for the authenticator code, verify, retry the request once; or confirm at the identity provider).
 import { takeEarly } from './early.ts';
 import { ACCEPT_JSON, answerOf, apiUrl, type Answer, type Query } from './url.ts';
 
@@ -36,8 +36,9 @@ export class ApiError extends Error {
 interface Recovery {
   /** The session ended (`unauthenticated`) or still waits for its MFA step (`mfa_required`). */
   signedOut(code: string): void;
-  /** Resolves true once the user passed POST /auth/mfa/verify, false when they gave up. */
-  reverify(): Promise<boolean>;
+  /** Resolves true once the user passed POST /auth/mfa/verify, false when they gave up. For
+   * `mfa_reverify_sso` the user confirms at the identity provider instead, which leaves the page. */
+  reverify(refusal: ApiError): Promise<boolean>;
 }
 
 let recovery: Recovery = { signedOut: () => {}, reverify: async () => false };
@@ -114,6 +115,10 @@ async function send(method: string, path: string, opts: CallOptions): Promise<An
   }
 }
 
+/** The server's "confirm it is you again" answers: svc's authenticator code, or a new sign-in at the identity
+ * provider (details.provider, details.login_url) for a session whose second factor was the provider's. */
+const REVERIFY_CODES = new Set(['mfa_reverify_required', 'mfa_reverify_sso']);
+
 export async function call<T>(method: string, path: string, opts: CallOptions = {}, retried = false): Promise<T> {
   const { status, text } = await send(method, path, opts);
   let body: unknown = null;
@@ -128,7 +133,7 @@ export async function call<T>(method: string, path: string, opts: CallOptions = 
   if (status === 401 && !opts.anonymous && (err.code === 'unauthenticated' || err.code === 'mfa_required')) {
     recovery.signedOut(err.code);
   }
-  if (status === 403 && err.code === 'mfa_reverify_required' && !retried && (await recovery.reverify())) {
+  if (status === 403 && REVERIFY_CODES.has(err.code) && !retried && (await recovery.reverify(err))) {
     return call<T>(method, path, opts, true);
   }
   throw err;
