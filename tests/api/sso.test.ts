@@ -72,6 +72,32 @@ const callbackPath = (url: string) => {
   return `${u.pathname}${u.search}`;
 };
 
+/** As if SVC_MFA_VERIFICATION_TTL_SECONDS had passed since the user's sessions verified MFA. */
+const ageMfa = (svc: TestService, userId: string) =>
+  svc.ctx.db.tx((tx) => tx.run(sql`UPDATE sessions SET mfa_verified_at = ${'2000-01-01T00:00:00.000000+00:00'} WHERE user_id = ${userId}`));
+
+/** `email`'s account signed in through the provider with its MFA assertion (`ssoLogin`), then
+ * SVC_MFA_VERIFICATION_TTL_SECONDS later. */
+async function signedInPastMfaWindow(admin: Browser, email: string, ssoLogin: (b: Browser) => Promise<TestResponse>): Promise<Browser & { id: string }> {
+  const user = await userBrowser(admin, email);
+  const b = Object.assign(new Browser(admin.svc), { id: user.id });
+  expect((await ssoLogin(b)).status).toBe(302);
+  expect((await b.call('GET', '/api/v1/auth/me')).body.mfa).toEqual({ enrolled: false, pending: false, fresh: true });
+  await ageMfa(admin.svc, user.id);
+  return b;
+}
+
+const newKey = (b: Browser) => b.call('POST', '/api/v1/api-keys', { body: { name: 'k', scopes: ['projects:read'] } });
+/** A refused re-verification left the session as it was: the same user, MFA not fresh, fresh-MFA routes still refused. */
+async function expectMfaStillStale(b: Browser & { id: string }) {
+  const me = (await b.call('GET', '/api/v1/auth/me')).body;
+  expect({ id: me.id, mfa: me.mfa }).toEqual({ id: b.id, mfa: { enrolled: false, pending: false, fresh: false } });
+  expect((await newKey(b)).body.error).toBe('mfa_reverify_sso');
+}
+const REVERIFY_URL = '/api/v1/auth/sso/login?reauthenticate=true';
+/** What the dashboard does with 403 mfa_reverify_sso: to its login_url, asking to come back to `next`. */
+const startReverify = (b: Browser, next: string) => start(b, `?reauthenticate=true&next=${encodeURIComponent(next)}`);
+
 // --- the real provider ------------------------------------------------------------------------------
 
 describe('OpenID Connect with a real provider (oidc-provider)', () => {
@@ -298,24 +324,7 @@ describe('OpenID Connect with a real provider (oidc-provider)', () => {
     expect((await b.call('POST', '/api/v1/api-keys', { body: { name: 'k', scopes: ['projects:read'] } })).status).toBe(201);
   });
 
-  /** As if SVC_MFA_VERIFICATION_TTL_SECONDS had passed since the user's sessions verified MFA. */
-  const ageMfa = (userId: string) =>
-    svc.ctx.db.tx((tx) => tx.run(sql`UPDATE sessions SET mfa_verified_at = ${'2000-01-01T00:00:00.000000+00:00'} WHERE user_id = ${userId}`));
-
-  /** Signed in through the provider with its MFA assertion, then SVC_MFA_VERIFICATION_TTL_SECONDS later. */
-  async function idpMfaSessionPastWindow(email: string): Promise<Browser & { id: string }> {
-    const user = await userBrowser(admin, email);
-    const b = Object.assign(new Browser(svc), { id: user.id });
-    expect((await ssoLogin(b, email)).status).toBe(302);
-    expect((await b.call('GET', '/api/v1/auth/me')).body.mfa).toEqual({ enrolled: false, pending: false, fresh: true });
-    await ageMfa(user.id);
-    return b;
-  }
-
-  const newKey = (b: Browser) => b.call('POST', '/api/v1/api-keys', { body: { name: 'k', scopes: ['projects:read'] } });
-  const REVERIFY_URL = '/api/v1/auth/sso/login?reauthenticate=true';
-  /** What the dashboard does with 403 mfa_reverify_sso: to its login_url, asking to come back to `next`. */
-  const startReverify = (b: Browser, next: string) => start(b, `?reauthenticate=true&next=${encodeURIComponent(next)}`);
+  const idpMfaSessionPastWindow = (email: string) => signedInPastMfaWindow(admin, email, (b) => ssoLogin(b, email));
 
   test('MFA from the provider, past its window: 403 mfa_reverify_sso; signing in again there (prompt=login, max_age=0) makes the same session fresh', async () => {
     const b = await idpMfaSessionPastWindow('again@example.com');
@@ -357,9 +366,7 @@ describe('OpenID Connect with a real provider (oidc-provider)', () => {
     const row = (await auditRows(svc, 'auth.sso.refused')).at(-1)!;
     expect(row.target_id).toBe(b.id);
     expect(b.cookies.get('svc_session')).toBe(session);
-    const me = (await b.call('GET', '/api/v1/auth/me')).body;
-    expect({ id: me.id, mfa: me.mfa }).toEqual({ id: b.id, mfa: { enrolled: false, pending: false, fresh: false } });
-    expect((await newKey(b)).body.error).toBe('mfa_reverify_sso');
+    await expectMfaStillStale(b);
     expect((await other.call('GET', '/api/v1/auth/me')).body.id).toBe(other.id);
     // A browser is led back to its page, still signed in, with the reason.
     const again = await startReverify(b, '/settings');
@@ -373,7 +380,7 @@ describe('OpenID Connect with a real provider (oidc-provider)', () => {
     await enrolled.enrollMfa();
     const b = new Browser(svc);
     expect((await ssoLogin(b, 'again-totp@example.com')).status).toBe(302);
-    await ageMfa(enrolled.id);
+    await ageMfa(svc, enrolled.id);
     const refused = await newKey(b);
     expect({ status: refused.status, error: refused.body.error }).toEqual({ status: 403, error: 'mfa_reverify_required' });
     b.totpKey = enrolled.totpKey;
@@ -497,6 +504,7 @@ describe('id_token checks (tokens this test signs, keys it serves)', () => {
   let key: CryptoKey;
   let strangerKey: CryptoKey;
   let publicJwk: JWK;
+  let admin: Browser;
   const SUB = 'forged-sub';
 
   beforeAll(async () => {
@@ -534,7 +542,7 @@ describe('id_token checks (tokens this test signs, keys it serves)', () => {
     });
     issuer = `http://127.0.0.1:${forge.port}`;
     svc = await testService({ env: oidcEnv(issuer) });
-    const admin = await mfaAdmin(svc);
+    admin = await mfaAdmin(svc);
     await userBrowser(admin, 'forged@example.com');
   });
   afterAll(async () => {
@@ -548,10 +556,16 @@ describe('id_token checks (tokens this test signs, keys it serves)', () => {
     return new SignJWT(claims).setProtectedHeader({ alg: 'RS256', kid: opts.kid ?? 'k1' }).sign(opts.key ?? key);
   }
 
+  type Token = (nonce: string) => Promise<string> | string;
+
   /** A login whose token endpoint answers `token(nonce)`; answers svc's callback response. */
-  async function loginWith(token: (nonce: string) => Promise<string> | string, callbackQuery = ''): Promise<TestResponse> {
+  async function loginWith(token: Token, callbackQuery = ''): Promise<TestResponse> {
     const b = new Browser(svc);
-    const { state, nonce } = await start(b);
+    return answerWith(b, await start(b), token, callbackQuery);
+  }
+
+  /** The provider's answer to the login `b` started: its token endpoint answers `token(nonce)`. */
+  async function answerWith(b: Browser, { state, nonce }: { state: string; nonce: string }, token: Token, callbackQuery = ''): Promise<TestResponse> {
     next = { id_token: await token(nonce) };
     try {
       return await b.call('GET', `/api/v1/auth/sso/callback?code=forged-code&state=${state}${callbackQuery}`);
@@ -638,6 +652,54 @@ describe('id_token checks (tokens this test signs, keys it serves)', () => {
     expect(jwksFetches).toBe(after);
     // The known key id with another key's signature.
     await expectRefused(svc, await loginWith((nonce) => sign(good(nonce), { key: strangerKey, kid: 'k1' })), 401, 'sso_token_invalid', 'bad_signature');
+  });
+
+  describe('re-verification at the provider refused, the answer chosen claim by claim', () => {
+    // From an address of its own: this describe's refusals stay within the audit rows per address (30 in ten minutes).
+    beforeAll(() => svc.setPeer('10.66.0.1'));
+    afterAll(() => svc.setPeer('127.0.0.1'));
+
+    /** The provider's answer for `email`'s identity: signed in just now, with multi-factor; `over` changes that. */
+    const again = (email: string, over: Record<string, unknown> = {}) => (nonce: string) =>
+      sign(good(nonce, { sub: `forged-${email}`, email, auth_time: now(), amr: ['pwd', 'mfa'], ...over }));
+
+    /** `email` signed in through the forge with its MFA assertion (which links the identity), past the fresh-MFA window. */
+    const pastWindow = (email: string) => signedInPastMfaWindow(admin, email, async (b) => answerWith(b, await start(b), again(email)));
+
+    async function expectReverifyRefused(b: Browser & { id: string }, res: TestResponse, reason: string) {
+      await expectRefused(svc, res, 403, 'sso_reverify_refused', reason);
+      expect((await auditRows(svc, 'auth.sso.refused')).at(-1)!.target_id).toBe(b.id);
+    }
+
+    test('not_reauthenticated: an auth_time from before the request (past the clock skew), or none; the session stays as it was', async () => {
+      const b = await pastWindow('not-again@example.com');
+      // The provider kept the sign-in of ten minutes ago instead of asking again.
+      await expectReverifyRefused(b, await answerWith(b, await startReverify(b, '/settings'), again('not-again@example.com', { auth_time: now() - 600 })), 'not_reauthenticated');
+      await expectReverifyRefused(b, await answerWith(b, await startReverify(b, '/settings'), again('not-again@example.com', { auth_time: undefined })), 'not_reauthenticated');
+      await expectMfaStillStale(b);
+      // The same answer signed in just now confirms: the refusals were the auth_time's alone.
+      const ok = await answerWith(b, await startReverify(b, '/settings'), again('not-again@example.com'));
+      expect({ status: ok.status, location: ok.headers.get('location') }).toEqual({ status: 302, location: '/settings' });
+      expect((await b.call('GET', '/api/v1/auth/me')).body.mfa).toEqual({ enrolled: false, pending: false, fresh: true });
+    });
+
+    test('mfa_not_asserted: signed in again just now, but with neither amr mfa/otp nor a listed acr; the session stays as it was', async () => {
+      const b = await pastWindow('one-factor@example.com');
+      const res = await answerWith(b, await startReverify(b, '/settings'), again('one-factor@example.com', { amr: ['pwd'], acr: 'urn:svc-test:pwd' }));
+      await expectReverifyRefused(b, res, 'mfa_not_asserted');
+      await expectMfaStillStale(b);
+    });
+
+    test('session_ended: the session was signed out while the provider was asked; it stays ended', async () => {
+      const b = await pastWindow('signed-out@example.com');
+      const session = b.cookies.get('svc_session')!;
+      const started = await startReverify(b, '/settings');
+      expect((await b.call('POST', '/api/v1/auth/logout')).status).toBe(204);
+      await expectReverifyRefused(b, await answerWith(b, started, again('signed-out@example.com')), 'session_ended');
+      b.cookies.set('svc_session', session);
+      const me = await b.call('GET', '/api/v1/auth/me');
+      expect({ status: me.status, error: me.body.error }).toEqual({ status: 401, error: 'unauthenticated' });
+    });
   });
 
   test('a rotated key is picked up: an unknown key id refetches the set once', async () => {
