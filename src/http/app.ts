@@ -32,11 +32,25 @@ export function bodyLimitFor(ctx: AppContext, path: string): number {
   return path === '/api/v1/agent/events' ? ctx.config.SVC_AGENT_EVENTS_MAX_BODY_BYTES : ctx.config.SVC_MAX_PAYLOAD_SIZE_BYTES;
 }
 
+/** How long a shutdown waits for answered requests' after-response work (long-polls cut off may never get it). */
+const SHUTDOWN_SETTLE_MS = 500;
+
 export function buildApp(ctx: AppContext, modules: RouteModule[], options: AppOptions = {}) {
   const started = new WeakMap<Request, number>();
   // What the error handler answered, and for which route: Elysia passes its Response on to neither `set`
   // nor `responseValue`, and a request refused before routing, or that no route matched, has no pattern.
   const answered = new WeakMap<Request, { status: number; route: string }>();
+  // Requests answered or being answered whose after-response work (the request count, the trace span) has
+  // not run yet: Elysia runs it in a later turn, which a shutdown right after the answer could overtake,
+  // flushing the traces without the last span. WebSocket upgrades have no such turn and are not held.
+  const unfinished = new Set<Request>();
+  let settled: (() => void) | null = null;
+  ctx.lifecycle.onShutdown('requests', async () => {
+    if (unfinished.size === 0) return;
+    const timer = new Promise<void>((done) => setTimeout(done, SHUTDOWN_SETTLE_MS));
+    await Promise.race([new Promise<void>((done) => (settled = done)), timer]);
+    settled = null;
+  });
   async function answerError(code: string | number, error: unknown, request: Request, route: string | undefined): Promise<Response> {
     const requestId = requestIdOf(request);
     if (error instanceof ApiError) return errorResponse(error, requestId);
@@ -79,6 +93,7 @@ export function buildApp(ctx: AppContext, modules: RouteModule[], options: AppOp
     // the client, past onError and onAfterResponse, so it would be neither counted nor its span ended.
     .onRequest(({ request, set }) => {
       started.set(request, performance.now());
+      if (request.headers.get('upgrade')?.toLowerCase() !== 'websocket') unfinished.add(request);
       const requestId = requestIdOf(request);
       traceRequestStart(request, requestId);
       set.headers['x-request-id'] = requestId;
@@ -127,6 +142,8 @@ export function buildApp(ctx: AppContext, modules: RouteModule[], options: AppOp
       const route = answer?.route ?? (context as { route?: string }).route ?? 'unmatched';
       ctx.metrics.observeRequest(request.method, route, status, (performance.now() - (started.get(request) ?? performance.now())) / 1000);
       traceRequestEnd(request, route, status);
+      unfinished.delete(request);
+      if (unfinished.size === 0) settled?.();
       log.debug({ request_id: requestIdOf(request), method: request.method, path: new URL(request.url).pathname, status }, 'request');
     });
   for (const module of modules) app.use(module(ctx));
