@@ -38,6 +38,8 @@ import f0018s from '../../migrations/sqlite/0018_task_search_updates.sql' with {
 import f0018p from '../../migrations/postgres/0018_task_search_updates.sql' with { type: 'text' };
 import f0019s from '../../migrations/sqlite/0019_sso_reverify.sql' with { type: 'text' };
 import f0019p from '../../migrations/postgres/0019_sso_reverify.sql' with { type: 'text' };
+import f0020s from '../../migrations/sqlite/0020_task_search_writes.sql' with { type: 'text' };
+import f0020p from '../../migrations/postgres/0020_task_search_writes.sql' with { type: 'text' };
 
 export interface MigrationSource {
   revision: string;
@@ -66,4 +68,5 @@ export const MIGRATIONS: MigrationSource[] = [
   { revision: '0017', name: 'aggregate_shards', sqlite: f0017s, postgres: f0017p },
   { revision: '0018', name: 'task_search_updates', sqlite: f0018s, postgres: f0018p },
   { revision: '0019', name: 'sso_reverify', sqlite: f0019s, postgres: f0019p },
+  { revision: '0020', name: 'task_search_writes', sqlite: f0020s, postgres: f0020p },
 ];

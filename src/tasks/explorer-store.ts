@@ -195,21 +195,25 @@ export const pgSearchCondition = (tsquery: string): SQL => sql`search_vector @@ 
 /** SQLite: the rowids of tasks (of any project) matching an FTS5 expression (from search.ts
  * fts5Query) in rowid order (the order tasks were first stored), after `afterRowid`, read on
  * demand: one statement, so FTS5 merges a prefix term's doclists once per walk, not per batch.
- * A statement of its own (never a cached one another request could reset); close() when done. */
+ * A task's entries are 2r and 2r+1 (src/tasks/store.ts indexForSearch), adjacent in this order, so
+ * one that matches in both is taken once. A statement of its own (never a cached one another
+ * request could reset); close() when done. */
 export function ftsWalk(ex: Executor, match: string, order: Order, afterRowid: number | null): { take(n: number): number[]; close(): void } {
-  const after = afterRowid === null ? '' : ` AND rowid ${order === 'desc' ? '<' : '>'} ?`;
-  const statement = sqliteClient(ex).prepare<{ rowid: number }, (string | number)[]>(
-    `SELECT rowid FROM tasks_fts WHERE tasks_fts MATCH ?${after} ORDER BY rowid ${order === 'desc' ? 'DESC' : 'ASC'}`,
+  const after = afterRowid === null ? '' : order === 'desc' ? ' AND rowid < ?' : ' AND rowid > ?';
+  const statement = sqliteClient(ex).prepare<{ task: number }, (string | number)[]>(
+    `SELECT rowid >> 1 AS task FROM tasks_fts WHERE tasks_fts MATCH ?${after} ORDER BY rowid ${order === 'desc' ? 'DESC' : 'ASC'}`,
   );
-  const rows = statement.iterate(...(afterRowid === null ? [match] : [match, afterRowid]));
+  const bound = afterRowid === null ? [match] : [match, order === 'desc' ? 2 * afterRowid : 2 * afterRowid + 1];
+  const rows = statement.iterate(...bound);
   let done = false;
+  let last: number | null = null;
   return {
     take(n) {
       const out: number[] = [];
       while (!done && out.length < n) {
         const next = rows.next();
         if (next.done) done = true;
-        else out.push(next.value.rowid);
+        else if (next.value.task !== last) out.push((last = next.value.task));
       }
       return out;
     },

@@ -153,14 +153,14 @@ function upsertStatement(client: Database, cells: (string | number | null)[] | n
   return statement;
 }
 
-/** SQLite: the rows and their search index entries (migration 0010). `stored` holds each stored
+/** SQLite: the rows and their search index entries (migrations 0010, 0020). `stored` holds each stored
  * task as read in this transaction (SQLite's one writer: nothing changed since); a task absent from
  * it is new. A searched value a task already holds is left out of the write (z4j agents repeat the
- * task's name in every event), and its search entry is replaced only when a searched value changed:
- * a contentless entry is replaced by a delete and an insert, which cost more than the upsert. */
+ * task's name in every event), and its search entries are written only when a searched value changed. */
 function upsertTasksSqlite(client: Database, rows: TaskRow[], stored: ReadonlyMap<string, StoredTask>): void {
   const added: [rowid: number, values: (string | number | null)[]][] = [];
-  const changed: number[] = [];
+  const completed: number[] = [];
+  const rewritten: number[] = [];
   for (const row of rows) {
     const cells = cellsOf(TASK_WRITE, row);
     const before = stored.size > 0 ? stored.get(taskKey(row.engine, row.task_id))?.search : undefined;
@@ -169,38 +169,58 @@ function upsertTasksSqlite(client: Database, rows: TaskRow[], stored: ReadonlyMa
       added.push([Number(lastInsertRowid), SEARCHED_AT.map((i) => cells[i]!)]);
       continue;
     }
-    let searchedChange = false;
+    let gained = false;
+    let replaced = false;
     SEARCHED.forEach((name, i) => {
       const at = SEARCHED_AT[i]!;
       const cell = cells[at];
       if (cell === null) return;
       // Unchanged by the write: the value held already, or a placeholder name where a name is known (NAME).
       if (cell === before[name] || (name === 'name' && before.name !== null && isPlaceholderName(cell as string))) cells[at] = null;
-      else searchedChange = true;
+      else if (before[name] === null) gained = true;
+      else replaced = true;
     });
     upsertStatement(client, cells).run(...(cells as never[]));
-    if (searchedChange) changed.push(before.r);
+    if (replaced) rewritten.push(before.r);
+    else if (gained) completed.push(before.r);
   }
-  indexForSearch(client, added, changed);
+  indexForSearch(client, added, completed, rewritten);
 }
 
-/** SQLite: search index entries of new rows (from the values bound) and of rows whose searched text
- * changed (the old entry deleted by rowid, the new one made from the row as stored now). Deletes come
- * first: FTS5 flushes the terms it holds in memory to a new segment before a delete, so interleaved
- * they would cost a segment per row (as a trigger in the upsert statement would, through its
- * savepoint). Values are bound, not selected into the index: INSERT INTO a virtual table ... SELECT
- * stages its rows first and cost twice as much. */
-function indexForSearch(client: Database, added: [number, (string | number | null)[]][], changed: number[]): void {
+/** SQLite: a task's search entries (migration 0020). Entry 2r (r: the task's rowid) is made when the
+ * task is first stored; entry 2r+1, the completion entry, is made again whenever a report adds
+ * searched values the task did not hold (its result, its exception), from the row as stored then. A
+ * task's entries are adjacent in rowid order (ftsWalk reads them as one task) and each holds only
+ * words of the task's current text, the last one all of them: since a search is words and phrases
+ * that must all appear, a task matches exactly when its text as stored does. A report that replaces
+ * a value (a new exception, a real name for a placeholder) would leave the old words in entry 2r, so
+ * then both entries are deleted and 2r made again from the row as stored.
+ *
+ * Adding an entry costs FTS5 a third of what replacing one does (a contentless entry is deleted by
+ * rowid through a tombstone): with task lifecycles (received, then the result) 1.1 against 3.9 µs an
+ * event. Deletes come first: FTS5 flushes the terms it holds in memory to a new segment before a
+ * delete, so interleaved they would cost a segment per row. Values are bound, not selected into the
+ * index: INSERT INTO a virtual table ... SELECT stages its rows first and cost twice as much. */
+function indexForSearch(client: Database, added: [number, (string | number | null)[]][], completed: number[], rewritten: number[]): void {
   const columns = SEARCHED.join(', ');
-  const drop = client.query('DELETE FROM tasks_fts WHERE rowid = ?');
-  for (const r of changed) drop.run(r);
-  const read = client.query<Searched, [number]>(`SELECT ${columns} FROM tasks WHERE rowid = ?`);
-  const add = client.query(`INSERT INTO tasks_fts (rowid, ${columns}) VALUES (?, ?, ?, ?, ?, ?)`);
-  for (const [r, values] of added) add.run(r, ...(values as never[]));
-  for (const r of changed) {
-    const now = read.get(r)!;
-    add.run(r, ...SEARCHED.map((name) => now[name]));
+  if (completed.length + rewritten.length > 0) {
+    const drop = client.query('DELETE FROM tasks_fts WHERE rowid = ?');
+    for (const r of completed) drop.run(2 * r + 1);
+    for (const r of rewritten) {
+      drop.run(2 * r);
+      drop.run(2 * r + 1);
+    }
   }
+  const add = client.query(`INSERT INTO tasks_fts (rowid, ${columns}) VALUES (?, ?, ?, ?, ?, ?)`);
+  for (const [r, values] of added) add.run(2 * r, ...(values as never[]));
+  if (completed.length + rewritten.length === 0) return;
+  const read = client.query<Searched, [number]>(`SELECT ${columns} FROM tasks WHERE rowid = ?`);
+  const addNow = (entry: number, r: number) => {
+    const now = read.get(r)!;
+    add.run(entry, ...SEARCHED.map((name) => now[name]));
+  };
+  for (const r of completed) addNow(2 * r + 1, r);
+  for (const r of rewritten) addNow(2 * r, r);
 }
 
 export const upsertWorkers = (ex: Executor, rows: WorkerRow[]): Promise<unknown> => bulkWrite(ex, WORKER_WRITE, rows);

@@ -252,18 +252,27 @@ describe(`task list filters, sorts and paging on ${testDialect()}`, () => {
 
   test('search pages follow next_cursor to the end, each match once', async () => {
     for (let i = 0; i < 25; i++) await ingest([ev('task.received', `needle-${i}`, { task_name: 'haystack.job', args: [`needle straw ${i}`] })]);
+    // Every other one has its result later, which says needle too: on SQLite the task then has a
+    // second search entry that matches (src/tasks/store.ts indexForSearch), and is still found once.
+    for (let i = 0; i < 25; i += 2) await ingest([ev('task.succeeded', `needle-${i}`, { task_name: 'haystack.job', result: `needle threaded ${i}`, runtime_ms: i })]);
+    if (svc.ctx.db.dialect === 'sqlite') {
+      const [entries] = await svc.ctx.db.all<{ n: number }>(sql`SELECT count(*) AS n FROM tasks_fts WHERE tasks_fts MATCH 'needle'`);
+      expect(entries!.n).toBe(25 + 13);
+    }
+    expect(ids(await get('/tasks?q=threaded&limit=50')).sort()).toEqual(Array.from({ length: 13 }, (_, i) => `needle-${2 * i}`).sort());
+    expect(ids(await get(`/tasks?q=${q('straw threaded')}&limit=50`)).length).toBe(13);
     // q is the start of their ids too: the first page leads with ten of them by id, the rest follow.
     expect(ids(await get('/tasks?q=needle&limit=12')).slice(0, 10)).toEqual(['needle-0', 'needle-1', 'needle-10', 'needle-11', 'needle-12', 'needle-13', 'needle-14', 'needle-15', 'needle-16', 'needle-17']);
-    for (const sort of ['created_at', 'runtime_ms'] as const) {
+    for (const [sort, order] of [['created_at', 'desc'], ['created_at', 'asc'], ['runtime_ms', 'desc']] as const) {
       const seen: string[] = [];
       let cursor: string | null = null;
       do {
-        const page: any = await get(`/tasks?q=needle&sort=${sort}&limit=4${cursor ? `&cursor=${cursor}` : ''}`);
+        const page: any = await get(`/tasks?q=needle&sort=${sort}&order=${order}&limit=4${cursor ? `&cursor=${cursor}` : ''}`);
         expect(page.items.every((t: any) => t.highlights.length > 0)).toBe(true);
         seen.push(...ids(page));
         cursor = page.next_cursor;
       } while (cursor);
-      expect(seen.sort()).toEqual(Array.from({ length: 25 }, (_, i) => `needle-${i}`).sort());
+      expect(seen.sort(), `${sort} ${order}`).toEqual(Array.from({ length: 25 }, (_, i) => `needle-${i}`).sort());
     }
   });
 });
@@ -295,7 +304,7 @@ describe(`exports on ${testDialect()}`, () => {
     expect(res.headers.get('content-type')).toBe('application/x-ndjson; charset=utf-8');
     const lines = res.text.trimEnd().split('\n').map((l) => JSON.parse(l));
     expect(lines.map((t) => t.task_id)).toEqual(Array.from({ length: 25 }, (_, i) => `needle-${i}`));
-    expect(lines[0]).toMatchObject({ name: 'haystack.job', args: ['needle straw 0'], state: 'received' });
+    expect(lines[0]).toMatchObject({ name: 'haystack.job', args: ['needle straw 0'], state: 'success', result: 'needle threaded 0' });
     const two = (await fetchExport('/tasks/export.ndjson?name=stable.job&limit=2&fields=task_id,state')).text.trimEnd().split('\n');
     expect(two.map((l) => Object.keys(JSON.parse(l)))).toEqual([['task_id', 'state'], ['task_id', 'state']]);
     // A filter of several pages (the export reads 500 rows a page) comes out whole.
@@ -404,8 +413,8 @@ describe(`worker detail on ${testDialect()}`, () => {
   });
 });
 
-describe(`migration 0010 on ${testDialect()}`, () => {
-  test('indexes the tasks stored before it; the triggers keep the index in step after', async () => {
+describe(`migrations 0010 and 0020 on ${testDialect()}`, () => {
+  test('index the tasks stored before them; the triggers keep the index in step after', async () => {
     const old = await testService({ migrate: false });
     try {
       const db = old.ctx.db;
@@ -420,12 +429,13 @@ describe(`migration 0010 on ${testDialect()}`, () => {
         }
       });
       expect(await upgrade(db, '0010')).toEqual(['0010']);
+      // Up to the last migration (0020 makes SQLite's index again, keyed as ingest now writes it).
+      await upgrade(db);
       const search = (text: string) => listTasks(db, p.id, { q: text, limit: 500 }).then((page) => page.items.map((t) => t.task_id));
       expect(await search('customer-42')).toEqual(['old-42']);
       expect(await search('flux')).toEqual(['old-7']);
       expect((await search('north')).length).toBe(150);
-      // After (with the later migrations ingest needs): what ingest writes to an old task, and deletes, reach the index.
-      await upgrade(db);
+      // What ingest writes to an old task, and deletes, reach the index.
       const agent = (await mintAgent(old.ctx, p.id, 'late', TEST_ACTOR)).agent.id;
       const late = async (events: unknown[]) => {
         const payload = toPlainObject(parseJson(JSON.stringify({ events })) as JsonObject);
@@ -444,6 +454,16 @@ describe(`migration 0010 on ${testDialect()}`, () => {
       if (db.dialect === 'sqlite') {
         // The index agrees with itself (its tombstones included).
         await db.tx((tx) => tx.run(sql`INSERT INTO tasks_fts (tasks_fts, rank) VALUES ('integrity-check', 0)`));
+      } else {
+        // PostgreSQL's triggers (migration 0020) serve rows written other than by ingest: one inserted
+        // without a vector gets it, a change of its searched text a new one, other changes keep it.
+        await db.tx((tx) => tx.run(sql`INSERT INTO tasks (id, project_id, engine, task_id, name, state, state_tier, state_at, exception, tags, created_at, updated_at)
+          VALUES ('row-raw', ${p.id}, 'celery', 'raw-1', 'legacy.job', 'failure', 1, ${at}, 'OctopusError: ink', '[]', ${at}, ${at})`));
+        expect(await search('octopuserror ink')).toEqual(['raw-1']);
+        await db.tx((tx) => tx.run(sql`UPDATE tasks SET exception = 'SquidError: beak' WHERE task_id = 'raw-1'`));
+        expect([await search('squiderror'), await search('octopuserror')]).toEqual([['raw-1'], []]);
+        await db.tx((tx) => tx.run(sql`UPDATE tasks SET state = 'success', state_tier = 2 WHERE task_id = 'raw-1'`));
+        expect(await search('beak legacy')).toEqual(['raw-1']);
       }
     } finally {
       await old.close();
