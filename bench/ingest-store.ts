@@ -40,7 +40,7 @@ const { projectId, agents } = await seedAgents(bench.env, 1);
 const agentId = agents[0]!.agentId;
 // As `svc serve` opens it: WAL checkpoints in a thread of their own.
 const db = openConfiguredDatabase(loadConfig({ env: bench.env }), { backgroundCheckpoints: true });
-for (const q of (process.env.BENCH_PRE_SQL ?? '').split(';').filter((x) => x.trim())) await db.query(q, []);
+for (const q of (process.env.BENCH_PRE_SQL ?? '').split(';').filter((x) => x.trim())) await db.tx((tx) => tx.run(sql.raw(q)));
 
 let frameNo = 0;
 /** --lifecycle: tasks received (or started) in earlier transactions, waiting for their next event. */

@@ -6,7 +6,8 @@
 // tasks, seven days of first-seen times; and a second project of 5,000 tasks
 // of the same kind), then times migration 0010 on them
 // (the search index's backfill and the sort indexes) and the later ones up to
-// this build's (0020 makes SQLite's index again), then measures through
+// this build's (0020 makes SQLite's index again; the bench then makes it as
+// ingest would have, two entries for a finished task), then measures through
 // the service function the route calls (src/tasks/explorer.ts listTasks, 50
 // rows a page, highlights included): each search and each list page `runs`
 // times after two warm-up calls. PostgreSQL (--pg, server from
@@ -192,6 +193,17 @@ if (reuse) {
   const t2 = performance.now();
   await upgrade(db);
   const laterMigrationsSeconds = (performance.now() - t2) / 1000;
+  if (db.dialect === 'sqlite') {
+    // The migration makes one search entry a task; ingest makes a finished task two (src/tasks/store.ts
+    // indexForSearch): the first from what task.received carried, the completion entry when its result
+    // or exception came. Searches read what ingest makes.
+    await db.tx(async (tx) => {
+      await tx.run(sql`INSERT INTO tasks_fts (tasks_fts) VALUES ('delete-all')`);
+      await tx.run(sql`INSERT INTO tasks_fts (rowid, name, args, kwargs) SELECT 2 * rowid, name, args, kwargs FROM tasks`);
+      await tx.run(sql`INSERT INTO tasks_fts (rowid, name, args, kwargs, result, exception)
+        SELECT 2 * rowid + 1, name, args, kwargs, result, exception FROM tasks WHERE result IS NOT NULL OR exception IS NOT NULL`);
+    });
+  }
   if (db.dialect === 'postgres') await db.run(sql`VACUUM ANALYZE tasks`);
   state = { env: bench.env, projectId, smallId, tasks: TASKS, seedSeconds, migrateSeconds, laterMigrationsSeconds };
   if (home) {

@@ -2,7 +2,8 @@
 -- a report adding searched text (the result after task.received) adds an entry beside the first
 -- instead of replacing it: replacing a contentless entry (a delete by rowid, through a tombstone)
 -- cost FTS5 three times what adding one does (src/tasks/store.ts indexForSearch). The index is made
--- again from the tasks as stored, one entry each (about 8 s for 1,000,000 tasks).
+-- again from the tasks as stored, one entry each (migrations 0011 to 0020 took 4.9 s together at
+-- 1,000,000 tasks: bench/tasks-scale.ts, docs/benchmarks.md).
 INSERT INTO tasks_fts (tasks_fts) VALUES ('delete-all');
 --> statement-breakpoint
 INSERT INTO tasks_fts (rowid, name, args, kwargs, result, exception)
