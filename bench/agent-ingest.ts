@@ -1,5 +1,5 @@
 // Long-poll ingest throughput of the compiled binary, in events per second.
-//   bun bench/agent-ingest.ts [--pg] [agents=4] [uploads-per-agent=20] [--workers=N] [--warmup=uploads-per-agent]
+//   bun bench/agent-ingest.ts [--pg] [agents=4] [uploads-per-agent=20] [--workers=N] [--warmup=uploads-per-agent] [--lifecycle]
 // Prints the rate, svc CPU (all threads, and per thread name) and the benchmark's own CPU.
 // Each agent probes, then uploads batches of 500 frames with one event per
 // frame (what z4j agents send), each a task.succeeded of a new task whose id
@@ -9,11 +9,14 @@
 // events stored (counted in the database afterwards) over wall time.
 // --warmup=N: each agent first sends N untimed uploads (a cold process spends
 // part of its first seconds compiling); their events are not counted.
+// --lifecycle: each task is reported three times instead (received, started,
+// succeeded, each in a later upload of its agent: bench/lib/task-events.ts).
 import { sql } from 'drizzle-orm';
 import { loadConfig } from '../src/config/load.ts';
 import { openConfiguredDatabase } from '../src/server/compose.ts';
-import { taskEvent, TestAgent } from '../tests/helpers/test-agent.ts';
+import { TestAgent } from '../tests/helpers/test-agent.ts';
 import { dialectName, freshBench, procStats, seedAgents, startServer, threadCpu, threadCpuSpent } from './lib/setup.ts';
+import { TaskEvents } from './lib/task-events.ts';
 
 const args = process.argv.slice(2).filter((a) => !a.startsWith('--'));
 const agentCount = Number(args[0] ?? 4);
@@ -30,9 +33,13 @@ for (const a of agents) if ((await a.probe()).status !== 200) throw new Error('p
 // Warm-up, untimed: each agent's first uploads run while the JIT compiles the
 // hot paths (a service that has been up for a while is past this).
 const warmup = Number(process.argv.find((a) => a.startsWith('--warmup='))?.split('=')[1] ?? 0);
-const succeeded = () =>
-  taskEvent({ task_id: crypto.randomUUID(), kind: 'task.succeeded', data: { task_name: 'app.tasks.add', queue: 'default', worker: 'w1@host', result: 3, runtime_ms: 12 } });
-const batch = (a: TestAgent) => JSON.stringify({ frames: Array.from({ length: FRAMES }, () => a.eventBatch([succeeded()])) });
+const lifecycle = process.argv.includes('--lifecycle');
+const streams = new Map(agents.map((a) => [a, new TaskEvents(lifecycle)]));
+const batch = (a: TestAgent) => {
+  const stream = streams.get(a)!;
+  stream.nextBatch();
+  return JSON.stringify({ frames: Array.from({ length: FRAMES }, () => a.eventBatch([stream.next()])) });
+};
 let warmAccepted = 0;
 const warmBodies = agents.map((a) => Array.from({ length: warmup }, () => batch(a)));
 // Sign everything up front (well inside the 60 s freshness window).
@@ -77,9 +84,11 @@ console.log(
   JSON.stringify({
     bench: 'agent-ingest',
     dialect: dialectName,
+    mode: lifecycle ? 'lifecycle' : 'insert-only',
     agents: agentCount,
     events: stored,
-    tasks: Number(tasks!.n) - warmAccepted,
+    // Insert-only: every warm-up event made a task of its own.
+    tasks: Number(tasks!.n) - (lifecycle ? 0 : warmAccepted),
     warmup_events: warmAccepted,
     accepted,
     seconds: Number(seconds.toFixed(2)),

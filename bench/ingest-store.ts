@@ -5,11 +5,8 @@
 // agents), each 500 event_batch frames of one event: a task.succeeded of a new
 // task with a random UUID id, as bench/agent-ingest.ts sends. Records are read
 // the way the router reads them (content-derived ids) before the clock starts.
-// --lifecycle: each task is reported three times instead, as a Celery worker's
-// agent reports it: task.received (name, queue, arguments), task.started
-// (worker) in a later transaction, task.succeeded (result, runtime) in a later
-// one still; in the steady state a transaction holds a third of each, so two
-// events in three update a stored task (the insert-only default never does).
+// --lifecycle: each task is reported three times instead (received, started,
+// succeeded, each in a later transaction: bench/lib/task-events.ts).
 // --stored=N: N events are stored first, untimed, through the same path (how
 // the cost grows with the database).
 // BENCH_PRE_SQL='DROP INDEX tasks_search; ...': run before the clock (what a part
@@ -23,9 +20,9 @@ import { nowIso, nowMicros } from '../src/lib/clock.ts';
 import { loadConfig } from '../src/config/load.ts';
 import { openConfiguredDatabase } from '../src/server/compose.ts';
 import type { PlainObject } from '../src/transport/json-convert.ts';
-import { taskEvent } from '../tests/helpers/test-agent.ts';
 import { sql } from 'drizzle-orm';
 import { dialectName, freshBench, procStats, seedAgents } from './lib/setup.ts';
+import { TaskEvents } from './lib/task-events.ts';
 
 const args = process.argv.slice(2).filter((a) => !a.startsWith('--'));
 const events = Number(args[0] ?? 40_000);
@@ -43,39 +40,13 @@ const db = openConfiguredDatabase(loadConfig({ env: bench.env }), { backgroundCh
 for (const q of (process.env.BENCH_PRE_SQL ?? '').split(';').filter((x) => x.trim())) await db.tx((tx) => tx.run(sql.raw(q)));
 
 let frameNo = 0;
-/** --lifecycle: tasks received (or started) in earlier transactions, waiting for their next event. */
-const toStart: string[] = [];
-const toFinish: string[] = [];
-let startable = 0;
-let finishable = 0;
-
-/** The next event: insert-only, a new task's task.succeeded; --lifecycle, the next step of some task. */
-function nextEvent(): Record<string, unknown> {
-  if (!lifecycle) {
-    return taskEvent({ task_id: crypto.randomUUID(), kind: 'task.succeeded', data: { task_name: 'app.tasks.add', queue: 'default', worker: 'w1@host', result: 3, runtime_ms: 12 } });
-  }
-  const step = frameNo % 3;
-  if (step === 2 && finishable > 0) {
-    finishable--;
-    const n = frameNo;
-    return taskEvent({ task_id: toFinish.shift()!, kind: 'task.succeeded', data: { task_name: 'app.tasks.add', result: { total: n % 1000, items: [n % 7, n % 11] }, runtime_ms: n % 5000 } });
-  }
-  if (step === 1 && startable > 0) {
-    startable--;
-    const taskId = toStart.shift()!;
-    toFinish.push(taskId);
-    return taskEvent({ task_id: taskId, kind: 'task.started', data: { task_name: 'app.tasks.add', worker: `w${frameNo % 4}@host` } });
-  }
-  const taskId = crypto.randomUUID();
-  toStart.push(taskId);
-  return taskEvent({ task_id: taskId, kind: 'task.received', data: { task_name: 'app.tasks.add', queue: 'default', args: [frameNo % 100, 'user-' + (frameNo % 977)], kwargs: { retry: false } } });
-}
+const stream = new TaskEvents(lifecycle);
 
 /** One upload: FRAMES one-event batches, read as the router reads them. */
 function upload() {
   return Array.from({ length: FRAMES }, () => {
     const frameId = `ev_${++frameNo}`;
-    const payload = { events: [nextEvent()] } as unknown as PlainObject;
+    const payload = { events: [stream.next()] } as unknown as PlainObject;
     return { frameId, records: readEvents(payload, { projectId, agentId, frameId, nowMicros: nowMicros() }).records };
   });
 }
@@ -86,8 +57,7 @@ async function store(count: number): Promise<{ ms: number; cpuMicros: number }> 
   const cpu0 = process.cpuUsage();
   for (let done = 0; done < count; done += PER_TRANSACTION) {
     // --lifecycle: only tasks stored by earlier transactions take their next step in this one.
-    startable = toStart.length;
-    finishable = toFinish.length;
+    stream.nextBatch();
     const uploads = Array.from({ length: UPLOADS }, upload);
     const t0 = performance.now();
     await db.tx(async (tx) => {
