@@ -8,7 +8,8 @@ import { isoMicros, nowIso, nowMicros, parseIsoMicros, sleep } from '../lib/cloc
 import { limiterFor } from '../lib/rate-limit.ts';
 import { canonicalEmail } from '../lib/validate.ts';
 import type { AppContext } from '../server/context.ts';
-import { findUserByEmail, setAuthFields, type UserRow } from '../users/service.ts';
+import { findUserByEmail } from '../users/service.ts';
+import { setAuthFields, type UserRow } from '../users/store.ts';
 import type { Actor } from './actor.ts';
 import { touchTrustedDevice, trustedDeviceMatches } from './mfa.ts';
 import { verifyPassword } from './passwords.ts';

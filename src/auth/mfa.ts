@@ -8,7 +8,7 @@ import { safeEqual } from '../lib/crypto.ts';
 import { limiterFor } from '../lib/rate-limit.ts';
 import { seal, unseal } from '../lib/seal.ts';
 import type { AppContext } from '../server/context.ts';
-import { findUser, setAuthFields, type UserRow } from '../users/service.ts';
+import { setAuthFields, userById, type UserRow } from '../users/store.ts';
 import type { Actor } from './actor.ts';
 import { TRUST_COOKIE, cookieHeader } from './cookies.ts';
 import type { Principal } from './principal.ts';
@@ -48,7 +48,7 @@ function totpKeyOf(ctx: AppContext, user: UserRow): Uint8Array | null {
 }
 
 async function freshUser(ex: Executor, id: string): Promise<UserRow> {
-  const user = await findUser(ex, id);
+  const user = await userById(ex, id);
   if (!user) throw notFound('user');
   return user;
 }

@@ -3,7 +3,7 @@
 // need it; agent routes never touch it (agents have their own tokens).
 import type { AppContext } from '../server/context.ts';
 import { isoMicros, nowMicros, parseIsoMicros } from '../lib/clock.ts';
-import { findUser, type UserRow } from '../users/service.ts';
+import { userById, type UserRow } from '../users/store.ts';
 import { requestIpOf } from '../http/request.ts';
 import { unauthorized } from '../http/errors.ts';
 import { SESSION_COOKIE, readCookie } from './cookies.ts';
@@ -72,7 +72,7 @@ async function fromApiKey(ctx: AppContext, request: Request, token: string): Pro
   if (!key) throw unauthorized('invalid_api_key', 'the API key is not valid');
   if (key.revoked_at) throw unauthorized('invalid_api_key', 'the API key was revoked', { reason: 'revoked' });
   if (key.expires_at && parseIsoMicros(key.expires_at)! <= now) throw unauthorized('invalid_api_key', 'the API key expired', { reason: 'expired' });
-  const user = await findUser(ctx.db, key.user_id);
+  const user = await userById(ctx.db, key.user_id);
   if (!user || !user.is_active) throw unauthorized('invalid_api_key', 'the API key owner is inactive', { reason: 'owner_inactive' });
   // Sampled: at most one write a minute per key.
   if (!key.last_used_at || now - parseIsoMicros(key.last_used_at)! > 60_000_000) {

@@ -5,7 +5,7 @@
 import type { Executor, Tx } from '../db/connect.ts';
 import { isoMicros, nowIso, nowMicros, parseIsoMicros } from '../lib/clock.ts';
 import type { AppContext } from '../server/context.ts';
-import { findUser, type UserRow } from '../users/service.ts';
+import { userById, type UserRow } from '../users/store.ts';
 import { CSRF_COOKIE, SESSION_COOKIE, cookieHeader } from './cookies.ts';
 import { insertSession, liveSessionsOf, revokeSessionsOf, sessionByHashes, updateSession, type SessionRow } from './store.ts';
 import { mastersOf, mintToken, tokenHash, tokenHashes } from './tokens.ts';
@@ -79,7 +79,7 @@ export async function resolveSession(ctx: AppContext, token: string): Promise<{ 
   if (!session.remember && parseIsoMicros(session.last_seen_at)! + ctx.config.SVC_SESSION_IDLE_TIMEOUT_SECONDS * 1_000_000 <= now) {
     return end('idle');
   }
-  const user = await findUser(ctx.db, session.user_id);
+  const user = await userById(ctx.db, session.user_id);
   if (!user || !user.is_active) return end('user_inactive');
   if (session.issued_at < user.password_changed_at) return end('password_changed');
   if (now - parseIsoMicros(session.last_seen_at)! > TOUCH_EVERY_MICROS) {

@@ -23,10 +23,11 @@ import { logger } from '../lib/log.ts';
 import { workerEntry } from '../lib/workers.ts';
 import type { CheckpointerNote, CheckpointerOrder, CheckpointerStart } from './checkpointer.ts';
 import type { DatabaseTarget } from './url.ts';
+import type { Dialect } from './define.ts';
 
 const log = logger('db');
 
-export type Dialect = 'sqlite' | 'postgres';
+export type { Dialect };
 export type Q = BunSQLiteDatabase;
 
 /** What stores run queries on: the database itself or an open transaction. */

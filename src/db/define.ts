@@ -7,6 +7,9 @@
 import * as p from 'drizzle-orm/pg-core';
 import * as s from 'drizzle-orm/sqlite-core';
 
+/** The two databases svc runs on. */
+export type Dialect = 'sqlite' | 'postgres';
+
 const PG = Symbol('pg-builder');
 const SQLITE = Symbol('sqlite-builder');
 const FORWARDED = new Set(['notNull', 'primaryKey', 'default', '$type', '$defaultFn']);

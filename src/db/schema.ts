@@ -1,7 +1,7 @@
 // Every table, by dialect. Each area defines its tables in its own
 // `tables.ts`; this registry hands stores the right variant through
 // `Executor.t`.
-import type { Dialect } from './connect.ts';
+import type { Dialect } from './define.ts';
 import * as agents from '../agents/tables.ts';
 import * as audit from '../audit/tables.ts';
 import * as auth from '../auth/tables.ts';

@@ -19,7 +19,7 @@ import { logger } from '../lib/log.ts';
 import { findProjectById, listProjects, projectAccess, SLUG_RE } from '../projects/service.ts';
 import type { AppContext } from '../server/context.ts';
 import type { SignalBus } from '../signals/index.ts';
-import { findUser } from '../users/service.ts';
+import { userById } from '../users/store.ts';
 import { Coalescer, type Change } from './coalesce.ts';
 import {
   LIVE_CLOSE,
@@ -335,7 +335,7 @@ export class LiveHub {
   async recheckUser(userId: string): Promise<void> {
     const conns = [...(this.byUser.get(userId) ?? [])];
     if (conns.length === 0) return;
-    const user = await findUser(this.ctx.db, userId);
+    const user = await userById(this.ctx.db, userId);
     const sessions = user?.is_active ? await liveSessions(this.ctx.db, userId) : [];
     const now = nowMicros();
     const idleMicros = this.ctx.config.SVC_SESSION_IDLE_TIMEOUT_SECONDS * 1_000_000;

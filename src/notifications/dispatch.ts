@@ -18,7 +18,7 @@ import { describeError } from '../lib/errors.ts';
 import { logger } from '../lib/log.ts';
 import type { Metrics } from '../metrics/registry.ts';
 import type { Resolver } from '../outbound/resolve.ts';
-import { findProjectById } from '../projects/service.ts';
+import { projectById } from '../projects/store.ts';
 import { findTask } from '../tasks/service.ts';
 import type { NotificationPayload, SendOptions, SendResult } from './channels/base.ts';
 import { typeNamed } from './config.ts';
@@ -223,7 +223,7 @@ export class Notifications {
     for (const queued of fires) {
       m.fired.inc({ trigger: queued.trigger });
       if (!projects.has(queued.projectId)) {
-        const p = await findProjectById(this.deps.db, queued.projectId);
+        const p = await projectById(this.deps.db, queued.projectId);
         projects.set(queued.projectId, p?.is_active ? { slug: p.slug } : null);
       }
       const project = projects.get(queued.projectId);

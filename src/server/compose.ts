@@ -35,7 +35,7 @@ import { liveRoutes } from '../live/routes.ts';
 import { agentTransportRoutes } from '../transport/routes.ts';
 import { AgentTransport } from '../transport/runtime.ts';
 import { Lifecycle, type AppContext } from './context.ts';
-import { JobBoard } from './schedule.ts';
+import { JobBoard } from './job-board.ts';
 
 export function openConfiguredDatabase(loaded: LoadedConfig, overrides: OpenOptions = {}): Db {
   return openDatabase(loaded.database, {

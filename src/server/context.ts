@@ -13,7 +13,7 @@ import type { AddressList } from '../lib/net.ts';
 import type { Metrics } from '../metrics/registry.ts';
 import type { Notifications } from '../notifications/dispatch.ts';
 import type { Reactions } from '../platform/reactions.ts';
-import type { JobBoard } from './schedule.ts';
+import type { JobBoard } from './job-board.ts';
 import type { AgentTransport } from '../transport/runtime.ts';
 
 const log = logger('lifecycle');

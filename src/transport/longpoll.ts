@@ -17,7 +17,8 @@ import { traceAgentUpload } from '../telemetry/index.ts';
 import { admitAgent, invalidToken, noteProjectInactive, projectInactive, Refusal, screenAddress, type Admitted } from './access.ts';
 import { FrameError } from './errors.ts';
 import { agentHeader, identityHeaders, parseRetryContracts, parseRuntimeFeatures, parseSessionNonce, workerHeaders } from './headers.ts';
-import { newFrameContext, routeFrames, type FrameContext } from './router.ts';
+import { routeFrames } from './router.ts';
+import { newFrameContext, type LongPollState } from './session-state.ts';
 import type { SessionEntry } from './sessions.ts';
 import { FrameSigner } from './signer.ts';
 import { FrameVerifier, type VerifiedSignedFrame } from './verifier.ts';
@@ -32,16 +33,6 @@ export const MAX_ERRORS_REPORTED = 10;
 export const MAX_WAIT_SECONDS = 60;
 export const MAX_POLL_FRAMES = 500;
 
-export interface LongPollState {
-  verifier: FrameVerifier;
-  signer: FrameSigner;
-  fc: FrameContext;
-  /** Recorded on claimed commands. */
-  label: string;
-  /** Settles once this session's latest upload has been through the replay guard: uploads
-   * decode side by side but are admitted in the order they arrived. */
-  admitted: Promise<void>;
-}
 
 export const FrameUploadResponse = Answer(
   {

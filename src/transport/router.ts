@@ -22,28 +22,9 @@ import type { AppContext } from '../server/context.ts';
 import type { PlainObject } from './json-convert.ts';
 import { agentStatusSampleRow, telemetryLossKey } from './status.ts';
 import type { VerifiedSignedFrame } from './verifier.ts';
+import type { FrameContext } from './session-state.ts';
 
 const log = logger('agent.router');
-
-/** Per connection (WebSocket) or per session (long-poll) state the router keeps. */
-export interface FrameContext {
-  readonly agentId: string;
-  readonly projectId: string;
-  readonly transport: 'ws' | 'longpoll';
-  /** Authenticated worker identity recorded with health samples. */
-  readonly workerId: string;
-  /** Receive times (µs) of status samples stored in the last minute. */
-  statusTimes: number[];
-  lossWarnedAt: number;
-  lossKey: string;
-}
-
-export const newFrameContext = (fields: Pick<FrameContext, 'agentId' | 'projectId' | 'transport' | 'workerId'>): FrameContext => ({
-  ...fields,
-  statusTimes: [],
-  lossWarnedAt: -Infinity,
-  lossKey: '',
-});
 
 export interface BatchAck {
   received: number;

@@ -9,10 +9,10 @@ import { nowMicros, sleep } from '../lib/clock.ts';
 import { addressList, type AddressList } from '../lib/net.ts';
 import { RateLimiter } from '../lib/rate-limit.ts';
 import { deriveProjectSecret } from './credentials.ts';
-import type { EventRecord, FrameContext } from './router.ts';
+import type { EventRecord } from '../ingest/events.ts';
+import type { FrameContext, LongPollState } from './session-state.ts';
 import { DecodePool, defaultDecodeThreads } from './decode-pool.ts';
 import { SessionRegistry } from './sessions.ts';
-import type { LongPollState } from './longpoll.ts';
 
 /** What the runtime needs of a connected WebSocket (gateway.ts). */
 export interface LiveSocket {

@@ -140,12 +140,7 @@ export async function getUser(ex: Executor, id: string): Promise<UserRow> {
   return user;
 }
 
-export const findUser = (ex: Executor, id: string): Promise<UserRow | null> => userById(ex, id);
 export const findUserByEmail = (ex: Executor, email: string): Promise<UserRow | null> => userByEmail(ex, email);
-
-/** Login bookkeeping and MFA material, written by the auth area. */
-export type AuthFields = Partial<Pick<UserRow, 'failed_login_count' | 'locked_until' | 'last_login_at' | 'mfa_secret' | 'mfa_enrolled_at' | 'updated_at'>>;
-export const setAuthFields = (ex: Executor, id: string, fields: AuthFields): Promise<void> => updateUser(ex, id, fields);
 
 export const isActiveUser = async (ex: Executor, id: string): Promise<boolean> => Boolean((await userById(ex, id))?.is_active);
 

@@ -39,3 +39,7 @@ export async function listUsers(ex: Executor, limit: number, offset: number): Pr
   const t = ex.t.users;
   return ex.q.select().from(t).orderBy(desc(t.created_at), asc(t.id)).limit(limit).offset(offset);
 }
+
+/** Login bookkeeping and MFA material, written by the auth area. */
+export type AuthFields = Partial<Pick<UserRow, 'failed_login_count' | 'locked_until' | 'last_login_at' | 'mfa_secret' | 'mfa_enrolled_at' | 'updated_at'>>;
+export const setAuthFields = (ex: Executor, id: string, fields: AuthFields): Promise<void> => updateUser(ex, id, fields);

@@ -12,7 +12,8 @@ import { limiterFor } from '../../lib/rate-limit.ts';
 import { canonicalEmail } from '../../lib/validate.ts';
 import { changeMemberRole, findProjectBySlug, grantMembership, listMembers, type Role } from '../../projects/service.ts';
 import type { AppContext } from '../../server/context.ts';
-import { findUser, findUserByEmail, insertPreparedUser, patchUser, prepareUser, type UserRow } from '../../users/service.ts';
+import { findUserByEmail, insertPreparedUser, patchUser, prepareUser } from '../../users/service.ts';
+import { userById, type UserRow } from '../../users/store.ts';
 import type { Actor } from '../actor.ts';
 import { completeSignIn } from '../login.ts';
 import type { Principal } from '../principal.ts';
@@ -186,7 +187,7 @@ export async function finishOidcLogin(
   const issuer = client.issuer;
   const user = await accountFor(ctx, { method: 'oidc', issuer, claims }, actor);
   await applyGroups(ctx, user, claims, actor);
-  const fresh = (await findUser(ctx.db, user.id))!;
+  const fresh = (await userById(ctx.db, user.id))!;
   const mfaAsserted = mfaAssertedBy(ctx, claims);
   return signIn(ctx, fresh, { method: 'oidc', issuer, subject: claims.sub, remember: pending.remember, next: pending.next_path, mfaAsserted, trustToken }, actor);
 }
@@ -206,7 +207,7 @@ async function reverify(ctx: AppContext, issuer: string, pending: LoginStateRow,
     throw refuse('not_reauthenticated', 'the identity provider did not ask you to sign in again');
   }
   if (!mfaAssertedBy(ctx, claims)) throw refuse('mfa_not_asserted', 'the identity provider did not confirm a multi-factor sign-in');
-  const user = await findUser(ctx.db, userId);
+  const user = await userById(ctx.db, userId);
   const session = user?.is_active ? (await liveSessionsOf(ctx.db, userId, nowIso())).find((s) => s.id === pending.reverify_session_id) : undefined;
   if (!session) throw refuse('session_ended', 'your session ended meanwhile; sign in again');
   const at = nowIso();
@@ -256,7 +257,7 @@ async function accountFor(ctx: AppContext, who: Asserted, actor: Actor): Promise
   if (who.method === 'oidc') {
     const linked = await identityBySubject(ctx.db, who.issuer!, claims.sub!);
     if (linked) {
-      const user = await findUser(ctx.db, linked.user_id);
+      const user = await userById(ctx.db, linked.user_id);
       if (!user) throw noAccount();
       if (!user.is_active) throw inactive(user.id);
       await ctx.db.tx((tx) => touchIdentity(tx, linked.id, nowIso()));
@@ -493,7 +494,7 @@ const hasPasswordSignIn = (ctx: AppContext, user: UserRow): boolean => user.pass
 /** Unlinks one of the caller's identities, unless it is their last way to sign in. */
 export async function unlinkIdentity(ctx: AppContext, userId: string, id: string, actor: Actor): Promise<void> {
   await ctx.db.tx(async (tx) => {
-    const user = await findUser(tx, userId);
+    const user = await userById(tx, userId);
     if (!user) throw notFound('user');
     const mine = await identitiesOf(tx, userId);
     const identity = mine.find((i) => i.id === id);
