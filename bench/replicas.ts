@@ -317,6 +317,13 @@ for (const R of replicaCounts) {
   const client = process.cpuUsage(client0);
   const pgCpu = pgPid ? (procStats(pgPid).cpuSeconds - pg0) / window : null;
   const closedEarly = sockets.filter((s) => s.ws.closeInfo).length;
+  // Why they closed: the close code and reason the bench's end of each socket saw.
+  const closedBy: Record<string, number> = {};
+  for (const { ws } of sockets) {
+    if (!ws.closeInfo) continue;
+    const why = `${ws.closeInfo.code} ${ws.closeInfo.reason}`.trim();
+    closedBy[why] = (closedBy[why] ?? 0) + 1;
+  }
   stopping = true;
   clearInterval(drainInboxes);
   for (const t of timers) clearTimeout(t), clearInterval(t);
@@ -350,6 +357,7 @@ for (const R of replicaCounts) {
     sent_per_second: Object.fromEntries(Object.entries(sent).map(([k, n]) => [k, Number((n / window).toFixed(1))])),
     refusals,
     sockets_closed_early: closedEarly,
+    sockets_closed_early_by: closedBy,
     loadavg_before: load0.map((x) => Number(x.toFixed(2))),
     loadavg_after: load1.map((x) => Number(x.toFixed(2))),
   };
