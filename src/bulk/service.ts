@@ -312,26 +312,32 @@ async function advance(ctx: AppContext, job: BulkJobRow): Promise<{ settled: num
     }
     const target = agent;
     // The item is marked issued in the transaction that stores its command; the command's key
-    // (bulk:<job>:<seq>) makes a second issue of the item return the first command.
-    const ok = await ctx.db.tx(async (tx) => {
-      const cmd = await issueCommandIn(
-        ctx,
-        tx,
-        {
-          projectId: job.project_id,
-          agentId: target.id,
-          action: 'retry_task',
-          targetType: 'task',
-          targetId: `${item.engine}:${item.task_id}`,
-          payload: retryPayload(item),
-          idempotencyKey: `bulk:${job.id}:${item.seq}`,
-        },
-        actor,
-        { audit: false },
-      );
-      return markIssued(tx, job.id, item.seq, cmd.id, cmd.issued_at);
-    });
-    if (ok) issued++;
+    // (bulk:<job>:<seq>) makes a second issue of the item return the first command. An item that
+    // left the queue since the page was read (the job was aborted or failed meanwhile) takes its
+    // command back with it: the transaction rolls back, and the pass ends there.
+    const ok = await ctx.db
+      .tx(async (tx) => {
+        const cmd = await issueCommandIn(
+          ctx,
+          tx,
+          {
+            projectId: job.project_id,
+            agentId: target.id,
+            action: 'retry_task',
+            targetType: 'task',
+            targetId: `${item.engine}:${item.task_id}`,
+            payload: retryPayload(item),
+            idempotencyKey: `bulk:${job.id}:${item.seq}`,
+          },
+          actor,
+          { audit: false },
+        );
+        if (!(await markIssued(tx, job.id, item.seq, cmd.id, cmd.issued_at))) throw new ItemGone();
+        return true;
+      })
+      .catch((e: unknown) => (e instanceof ItemGone ? false : Promise.reject(e)));
+    if (!ok) break;
+    issued++;
   }
   const note = waiting.length > 0 ? `waiting: ${[...new Set(waiting)].join('; ')}` : null;
   if (note !== job.note) {
@@ -340,6 +346,9 @@ async function advance(ctx: AppContext, job: BulkJobRow): Promise<{ settled: num
   }
   return { settled, issued };
 }
+
+/** The item being issued is no longer queued (see advance). */
+class ItemGone extends Error {}
 
 async function finish(ctx: AppContext, job: BulkJobRow, status: BulkJobStatus, counts: Partial<Record<BulkItemStatus, number>>): Promise<void> {
   const now = nowIso();

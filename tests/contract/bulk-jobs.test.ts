@@ -111,6 +111,22 @@ describe(`bulk jobs on ${testDialect()}`, () => {
     expect((await operator.call('POST', `${jobs}/${id}/abort`)).body.status).toBe('aborted');
   });
 
+  test('an abort that lands while a pass is issuing: no item it skipped gets a command', async () => {
+    await storeTasks(svc, projectId, lpAgent, 6, { name: 'app.tasks.bulk_midpass' });
+    const created = await operator.call('POST', jobs, { body: { kind: 'retry', filter: { name: 'bulk_midpass' }, agent_id: lpAgent, max_in_flight: 5 } });
+    const id = created.body.id;
+    // The pass reads its page of five queued items, issues the first, and the abort lands before the second.
+    const db = svc.ctx.db;
+    let txs = 0;
+    const tx = (async (fn) => {
+      if (++txs === 2) expect((await operator.call('POST', `${jobs}/${id}/abort`)).status).toBe(200);
+      return db.tx(fn);
+    }) as typeof db.tx;
+    await coordinatorStep({ ...svc.ctx, db: { ...db, tx } });
+    expect(await job(id)).toMatchObject({ status: 'aborted', progress: { total: 6, issued: 1, in_flight: 1, skipped: 5, queued: 0 } });
+    expect(await countRows(db, 'commands', sql`idempotency_key LIKE ${`bulk:${id}:%`}`)).toBe(1);
+  });
+
   test('concurrent coordinators (a lease lost mid-pass, a restart) never issue an item twice', async () => {
     await storeTasks(svc, projectId, lpAgent, 40, { name: 'app.tasks.bulk_race' });
     const id = (await operator.call('POST', jobs, { body: { kind: 'retry', filter: { name: 'bulk_race' }, agent_id: lpAgent } })).body.id;
