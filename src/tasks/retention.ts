@@ -3,7 +3,7 @@
 // never does, however old. Events of no task go by when they were received.
 // One leader prunes, in small batches (one short transaction each) with a
 // pause between them, so ingest, which shares SQLite's single writer, waits at
-// most one batch. Rows are found by a keyset walk of the (project, created_at)
+// most one batch (or one step of the walk). Rows are found by a keyset walk of the (project, created_at)
 // index: a finished task was created no later than it finished, so nothing
 // created after the cutoff can qualify and no index is added to the ingest path.
 import { sql } from 'drizzle-orm';
@@ -74,6 +74,9 @@ export async function retentionPass(ctx: Pick<AppContext, 'db' | 'config'>, stil
         await pause();
       }
       if (scanned.length < batch * SCAN_FACTOR) break;
+      // A step with nothing due still read a few batches' rows (old tasks that never finished are
+      // read again on every pass): on SQLite those reads hold the event loop, so it gets a turn too.
+      if (due.length === 0) await pause();
     }
   }
   report.events += await pruneUntaskedEvents(db, cutoff, batch, stillLeader);

@@ -241,6 +241,8 @@ describe(`bulk delete of stored tasks on ${testDialect()}`, () => {
   });
 });
 
+const byPrefixCount = (p: string) => countRows(svc.ctx.db, 'tasks', sql`task_id LIKE ${`${p}-%`}`);
+
 describe(`retention on ${testDialect()}`, () => {
   test('finished tasks past the setting go with their events; unfinished ones never do; untasked events go by age', async () => {
     const agent = await pollingAgent(svc, projectId, 'retention-agent');
@@ -251,18 +253,37 @@ describe(`retention on ${testDialect()}`, () => {
     const untasked = (days: number) => ({ id: crypto.randomUUID(), engine: 'celery', kind: 'worker.heartbeat', taskId: '', occurredAt: isoMicros(nowMicros() - days * 86_400_000_000), occurredMicros: 0, data: { hostname: 'celery@w9' } });
     await svc.ctx.db.tx((tx) => storeEvents(tx, { projectId, agentId: agent, frameId: null }, [untasked(60)], isoMicros(nowMicros() - 60 * 86_400_000_000)));
     await svc.ctx.db.tx((tx) => storeEvents(tx, { projectId, agentId: agent, frameId: null }, [untasked(0)], nowIso()));
-    const byPrefix = (p: string) => countRows(svc.ctx.db, 'tasks', sql`task_id LIKE ${`${p}-%`}`);
+    // Created 60 days ago, finished yesterday: its finish time is what counts, so it stays.
+    const at = (days: number) => nowMicros() - days * 86_400_000_000;
+    const lateEvent = (kind: string, days: number) => ({ id: crypto.randomUUID(), engine: 'celery', kind, taskId: 'late-finisher', occurredAt: isoMicros(at(days)), occurredMicros: at(days), data: { task_name: 'app.tasks.slow' } });
+    for (const [kind, days] of [['task.started', 60], ['task.succeeded', 1]] as const) {
+      await svc.ctx.db.tx((tx) => storeEvents(tx, { projectId, agentId: agent, frameId: null }, [lateEvent(kind, days)], isoMicros(at(days))));
+    }
     const report = await retentionPass(svc.ctx);
     expect(report.tasks).toBeGreaterThanOrEqual(120);
-    expect(await byPrefix('old-done')).toBe(0);
-    expect(await byPrefix('old-running')).toBe(30);
-    expect(await byPrefix('recent')).toBe(20);
+    expect(await byPrefixCount('old-done')).toBe(0);
+    expect(await byPrefixCount('old-running')).toBe(30);
+    expect(await byPrefixCount('recent')).toBe(20);
+    expect(await countRows(svc.ctx.db, 'tasks', sql`task_id = 'late-finisher' AND state = 'success'`)).toBe(1);
     expect(oldDone.length + oldRunning.length + recent.length).toBe(170);
     // Events: the running tasks' (2 each) and the recent ones' remain, plus the new untasked one.
-    expect(await countRows(svc.ctx.db, 'events', sql`agent_id = ${agent}`)).toBe(30 * 2 + 20 + 1);
+    expect(await countRows(svc.ctx.db, 'events', sql`agent_id = ${agent}`)).toBe(30 * 2 + 20 + 2 + 1);
     expect(await countRows(svc.ctx.db, 'events', sql`agent_id = ${agent} AND task_ref IS NULL`)).toBe(1);
     // Nothing left to do: a second pass deletes nothing.
     expect((await retentionPass(svc.ctx)).tasks).toBe(0);
+  });
+
+  test('a pass that finds only old unfinished tasks still gives the event loop a turn between steps', async () => {
+    const agent = await pollingAgent(svc, projectId, 'retention-stuck');
+    await storeTasks(svc, projectId, agent, 1000, { kind: 'task.started', ageDays: 60, prefix: 'stuck' });
+    // SQLite's calls are synchronous: without a pause the whole walk ran in one turn of the event loop
+    // (no timer fired). 1,000 rows and more, read 200 a step (batches of 50, four a step).
+    let turns = 0;
+    const timer = setInterval(() => turns++, 0);
+    const report = await retentionPass(svc.ctx).finally(() => clearInterval(timer));
+    expect(report.tasks).toBe(0);
+    expect(await byPrefixCount('stuck')).toBe(1000);
+    expect(turns).toBeGreaterThanOrEqual(4);
   });
 
   test('ingest stays quick while a large prune runs (short batches, a pause between them)', async () => {
