@@ -1,7 +1,8 @@
 // The task filter of bulk jobs and bulk deletes: the fields of GET /tasks
 // (state, engine, name, queue, worker, since/until on when svc first heard of
-// the task), explicit task ids (a selection of rows) and a failure group's key
-// (the dashboard's "retry this group"). Its matches are read once, oldest
+// the task), explicit task ids (a selection of rows), a failure group's key
+// and an exact task name (the dashboard's "retry this group", narrowed to the
+// task name the failure groups page shows). Its matches are read once, oldest
 // first, when the job is created; later tasks never join it.
 //
 // Adding a field means: a property here, a condition in matchTasks, and
@@ -19,6 +20,7 @@ export const TaskFilterSchema = Type.Object(
     state: Type.Optional(TaskStateSchema),
     engine: Type.Optional(Type.String({ minLength: 1, maxLength: 40 })),
     name: Type.Optional(Type.String({ minLength: 1, maxLength: 200, description: 'case-insensitive substring of the task name' })),
+    task_name: Type.Optional(Type.String({ minLength: 1, maxLength: 500, description: 'the task name exactly (as failure groups and stats name tasks)' })),
     queue: Type.Optional(Type.String({ minLength: 1, maxLength: 200 })),
     worker: Type.Optional(Type.String({ minLength: 1, maxLength: 200 })),
     since: Type.Optional(Ts),
@@ -30,7 +32,7 @@ export const TaskFilterSchema = Type.Object(
     additionalProperties: false,
     minProperties: 1,
     $id: 'TaskFilter',
-    description: 'The fields of GET /tasks (since/until bound when svc first heard of a task) plus task_ids and failure_group; at least one.',
+    description: 'The fields of GET /tasks (since/until bound when svc first heard of a task) plus task_ids, failure_group and task_name (exact); at least one.',
   },
 );
 export type TaskFilter = Static<typeof TaskFilterSchema>;
@@ -53,6 +55,7 @@ function conditions(ex: Executor, projectId: string, f: TaskFilter): SQL[] {
     const literal = f.name.toLowerCase().replace(/[\\%_]/g, (c) => `\\${c}`);
     conds.push(sql`lower(${t.name}) LIKE ${`%${literal}%`} ESCAPE '\\'`);
   }
+  if (f.task_name) conds.push(eq(t.name, f.task_name));
   if (f.since) conds.push(sql`${t.created_at} >= ${f.since}`);
   if (f.until) conds.push(sql`${t.created_at} < ${f.until}`);
   if (f.task_ids) conds.push(inArray(t.task_id, f.task_ids));

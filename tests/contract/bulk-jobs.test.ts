@@ -203,6 +203,25 @@ describe(`bulk jobs on ${testDialect()}`, () => {
     expect([unknown.status, unknown.body.error]).toEqual([409, 'no_match']);
   });
 
+  test('a failure group narrowed to one task name (the failure groups page of a task): that name only, exactly', async () => {
+    const exception = 'ConnectionError: pool 3 exhausted';
+    const charge = await storeTasks(svc, projectId, lpAgent, 2, { name: 'app.tasks.narrow_charge', exception });
+    await storeTasks(svc, projectId, lpAgent, 3, { name: 'app.tasks.narrow_charge_refund', exception });
+    const groups = (await viewer.call('GET', '/api/v1/projects/default/failure-groups?window=1h&task_name=app.tasks.narrow_charge')).body.groups;
+    const group = groups.find((g: { exception_type: string }) => g.exception_type === 'ConnectionError');
+    const filter = { failure_group: group.group_key, state: 'failure', task_name: 'app.tasks.narrow_charge' };
+    const created = await operator.call('POST', jobs, { body: { kind: 'retry', filter, agent_id: lpAgent } });
+    expect([created.status, created.body.progress.total]).toEqual([201, 2]);
+    const items = (await viewer.call('GET', `${jobs}/${created.body.id}/items`)).body.items;
+    expect(items.map((i: { task_id: string }) => i.task_id).sort()).toEqual([...charge].sort());
+    await operator.call('POST', `${jobs}/${created.body.id}/abort`);
+    // The whole group holds both names; an empty or over-long name is refused.
+    const whole = await operator.call('POST', jobs, { body: { kind: 'retry', filter: { failure_group: group.group_key, state: 'failure' }, agent_id: lpAgent } });
+    expect(whole.body.progress.total).toBe(5);
+    await operator.call('POST', `${jobs}/${whole.body.id}/abort`);
+    for (const task_name of ['', 'x'.repeat(501)]) expect((await operator.call('POST', jobs, { body: { kind: 'retry', filter: { task_name } } })).status).toBe(422);
+  });
+
   test('a job whose agent is revoked fails, skipping what is left', async () => {
     const doomed = await pollingAgent(svc, projectId, 'doomed');
     await storeTasks(svc, projectId, doomed, 3, { name: 'app.tasks.bulk_doomed' });

@@ -150,7 +150,9 @@ export function ProjectFailures({ project }: ProjectPageProps) {
   const [key, setKey] = useState('');
   const retry = async () => {
     const g = retrying!;
-    const job = await startRetryJob(project.slug, { failure_group: g.group_key, state: 'failure' }, key).catch((e: unknown) => {
+    // Narrowed like the page: only the task name it shows the group's failures of.
+    const filter = { failure_group: g.group_key, state: 'failure' as const, ...(taskName ? { task_name: taskName } : {}) };
+    const job = await startRetryJob(project.slug, filter, key).catch((e: unknown) => {
       // The server's "no stored task matches the filter" in this page's words.
       if (asApiError(e).code === 'no_match') throw new Error('No task of this group is still failed: each was retried, deleted or pruned since.');
       throw e;
@@ -230,6 +232,12 @@ export function ProjectFailures({ project }: ProjectPageProps) {
           <>
             <p>
               <strong>{retrying.exception_type}</strong>: <code>{retrying.message}</code>
+              {taskName && (
+                <>
+                  {', tasks of '}
+                  <code>{taskName}</code> only
+                </>
+              )}
             </p>
             <p>
               {`A bulk retry job asks the agents to run again, with its original arguments, each task of this group that is still failed, oldest first, as many as one job takes (${thousands(retrying.failures_total)} failures recorded in this group, ${thousands(retrying.failures)} in the ${WINDOW_LABEL[window]}). Its progress shows here and on the Bulk jobs page.`}
