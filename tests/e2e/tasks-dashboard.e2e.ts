@@ -189,6 +189,11 @@ test('the overview shows key figures, attention, the failing tasks and the chart
   await expect(glance.getByTestId('kpi-workers')).toContainText('1 of 1');
   await expect(page.getByRole('region', { name: 'Failing tasks' }).getByRole('row', { name: /app\.billing\.charge/ })).toContainText('100 %');
   await expect(page.getByRole('list', { name: 'Needs attention' })).toContainText('app.billing.charge');
+  // The latest ten tasks, each linking to its page; state changes named as what they count.
+  const recent = page.getByRole('region', { name: 'Recent tasks' }).getByTestId('recent-tasks');
+  await expect(recent.getByRole('row')).toHaveCount(1 + 10);
+  await expect(recent.getByRole('link').first()).toHaveAttribute('href', /\/projects\/default\/tasks\//);
+  await expect(page.getByRole('region', { name: 'State changes in the last 24 hours' })).toContainText('failed');
   const trends = page.getByRole('region', { name: 'Trends' });
   for (const chart of ['chart-throughput', 'chart-failure-rate', 'chart-runtime']) {
     await expect(trends.getByTestId(chart).getByRole('img')).toBeVisible();

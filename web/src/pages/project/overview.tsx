@@ -1,18 +1,20 @@
 // /projects/:slug: what the project is and how it is doing over a picked window (?window=1h..30d): its agents at
 // a glance (or how to connect the first one), key figures, what needs attention, the failing tasks, throughput,
-// failure rate and run time charts, tasks by state; then what to do next and (for its admins) its settings.
+// failure rate and run time charts, state changes, the latest tasks; then what to do next and (for its admins)
+// its settings.
 // Every figure comes from GET /stats and /trends (aggregates kept at ingest, docs/tasks-stats.md); the page reads
 // them again when the live stream says tasks, commands or agents changed.
 import { useState } from 'preact/hooks';
 import { useLocation } from 'preact-iso';
 import { api } from '../../api/client.ts';
-import type { AttentionItem, FailingTask, MintedAgent, Project, ProjectStats, StatsWindow, Trends } from '../../api/types.ts';
+import type { AttentionItem, FailingTask, MintedAgent, Project, ProjectStats, StatsWindow, TaskPage, Trends } from '../../api/types.ts';
 import { decimal, duration, percent, plural, thousands } from '../../lib/format.ts';
 import { useLive } from '../../lib/live.ts';
 import { usePoll } from '../../lib/use-poll.ts';
 import { useResource } from '../../lib/use-resource.ts';
 import { me } from '../../session.ts';
 import { Badge, ConfirmButton, Empty, Loaded, Section, Time } from '../../ui/bits.tsx';
+import { TaskStateBadge } from '../../ui/status.tsx';
 import { Form, TextField } from '../../ui/form.tsx';
 import { KpiCards } from '../../ui/kpi.tsx';
 import { Table } from '../../ui/table.tsx';
@@ -22,7 +24,8 @@ import { archiveProject } from '../projects.tsx';
 import { MintedAgentPanel } from './agent-connect.tsx';
 import { NoAgents } from './agents.tsx';
 import type { ProjectPageProps } from './sections.ts';
-import { statsGet, trendsGet } from './requests.ts';
+import { projectPath, statsGet, trendsGet } from './requests.ts';
+import { taskHref } from './task-link.ts';
 import { useAgents } from './use-agents.ts';
 
 const WATCH_MS = 3000;
@@ -222,6 +225,8 @@ const STATE_OF_COUNT: [keyof ProjectStats['counts'], string][] = [
   ['rejected', 'rejected'],
 ];
 
+/** Reports of each state in the window (a task that started and succeeded counts in both); each links to the
+ * tasks in that state now, which the note under the bars says. */
 function StateCounts(props: { slug: string; s: ProjectStats }) {
   const top = Math.max(1, ...STATE_OF_COUNT.map(([k]) => props.s.counts[k]));
   return (
@@ -298,11 +303,55 @@ function Figures(props: { project: Project }) {
         </Loaded>
       </Section>
       {stats.data && (
-        <Section title="Tasks by state">
+        <Section title={`State changes in the ${WINDOW_LABEL[window]}`}>
           <StateCounts slug={slug} s={stats.data} />
+          <p class="muted small">Tasks reported in each state over the window; a name lists the tasks in that state now.</p>
         </Section>
       )}
+      <RecentTasks slug={slug} />
     </>
+  );
+}
+
+const RECENT = 10;
+
+/** The latest tasks svc heard of, newest first, kept current by the live stream. */
+function RecentTasks(props: { slug: string }) {
+  const { slug } = props;
+  const recent = useResource(() => api.get<TaskPage>(`${projectPath(slug)}/tasks`, { limit: RECENT }), [slug]);
+  useLive(slug, ['task'], () => recent.reload(), { throttleMs: FIGURES_THROTTLE_MS });
+  return (
+    <Section title="Recent tasks" actions={<a href={`/projects/${slug}/tasks`}>All tasks</a>}>
+      <Loaded resource={recent}>
+        {(page) =>
+          page.items.length === 0 ? (
+            <Empty title="No tasks yet">
+              <p>Tasks appear here as the project's agents report them.</p>
+            </Empty>
+          ) : (
+            <div data-testid="recent-tasks">
+              <Table columns={['Task', 'State', 'Queue', 'Worker', 'Received', 'Run time']}>
+                {page.items.map((t) => (
+                  <tr key={t.id}>
+                    <td>
+                      <a href={taskHref(slug, t)}>{t.name ?? 'unnamed task'}</a>
+                      <div class="muted small">
+                        <code>{t.task_id}</code>
+                      </div>
+                    </td>
+                    <td>{TaskStateBadge({ state: t.state })}</td>
+                    <td>{t.queue ?? '-'}</td>
+                    <td>{t.worker_name ?? '-'}</td>
+                    <td>{Time({ iso: t.created_at })}</td>
+                    <td>{duration(t.runtime_ms)}</td>
+                  </tr>
+                ))}
+              </Table>
+            </div>
+          )
+        }
+      </Loaded>
+    </Section>
   );
 }
 
