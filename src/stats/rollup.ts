@@ -12,11 +12,13 @@
 //                                        enters failure_group_tasks, and one the
 //                                        table already holds is not counted again
 // A terminal event's runtime (its runtime_ms, else the time since the task's
-// task.started in the same call) enters the runtime histogram.
+// task.started in the same call, else since the start stored before the call:
+// RQ, Dramatiq, arq, Huey and TaskIQ agents report no runtime, and a long
+// task's start and end come in different uploads) enters the runtime histogram.
 import { storedText } from '../db/bulk.ts';
 import type { Executor } from '../db/connect.ts';
 import type { EventRecord } from '../ingest/events.ts';
-import { isoMicros } from '../lib/clock.ts';
+import { isoMicros, parseIsoMicros } from '../lib/clock.ts';
 import { BIN_COLUMNS, binOf } from './histogram.ts';
 import { failureGroupOf } from './normalise.ts';
 import {
@@ -55,6 +57,24 @@ const runtimeOf = (e: EventRecord): number | null => {
   const v = e.data.runtime_ms;
   return typeof v === 'number' && Number.isFinite(v) && v >= 0 ? v : null;
 };
+
+/** Milliseconds from a start to an end (epoch µs); null for an end before its start (clock skew between workers). */
+export const elapsedMs = (startMicros: number, endMicros: number): number | null => (endMicros >= startMicros ? (endMicros - startMicros) / 1000 : null);
+
+/** A task's started_at as stored before this call (by engine and task id as sent), or null. */
+export type StoredStart = (engine: string, taskId: string) => string | null;
+
+/** A terminal event's runtime: reported, else since the task's latest start before it in this call, else since its stored start. */
+function runtimeOfEnd(e: EventRecord, starts: number[] | null, storedStart: StoredStart | undefined): number | null {
+  const reported = runtimeOf(e);
+  if (reported !== null) return reported;
+  let start = -Infinity;
+  for (const at of starts ?? []) if (at <= e.occurredMicros && at > start) start = at;
+  if (start !== -Infinity) return elapsedMs(start, e.occurredMicros);
+  const stored = storedStart?.(e.engine, e.taskId);
+  const micros = stored ? parseIsoMicros(stored) : null;
+  return micros === null ? null : elapsedMs(micros, e.occurredMicros);
+}
 
 /** The task name an event reports, as the task projection keeps it (src/tasks/service.ts); names repeat, so kept per call. */
 function namer(): (e: EventRecord) => string | null {
@@ -103,8 +123,9 @@ async function nameFromStore(ex: Executor, projectId: string, tasks: Iterable<[E
 type MinuteCounts = Record<Counter, number> & { name: string; minute: number; runtime_max_ms: number; bins: number[] };
 
 /** Counts newly stored events into the aggregates (see the head of this file). Runs in the caller's transaction. */
-/** `shard`: the aggregate rows' shard these counts go to (aggregateShard of the uploading agent; 0 by default). */
-export async function rollupTaskEvents(ex: Executor, projectId: string, records: readonly EventRecord[], shard = 0): Promise<void> {
+/** `shard`: the aggregate rows' shard these counts go to (aggregateShard of the uploading agent; 0 by default);
+ * `storedStart`: the tasks' starts as read before the call's writes (the ingest path reads them already). */
+export async function rollupTaskEvents(ex: Executor, projectId: string, records: readonly EventRecord[], shard = 0, storedStart?: StoredStart): Promise<void> {
   // Per task (by engine and task id, as sent): its name, its terminal event, its starts; and the other events.
   const nameOf = namer();
   const tasks = new Map<string, Task>();
@@ -187,11 +208,7 @@ export async function rollupTaskEvents(ex: Executor, projectId: string, records:
         else failureRows.set(k, { project_id: projectId, span, bucket, group_key: group.key, task_name: name, failures: 1 });
       }
     }
-    let runtime = runtimeOf(e);
-    if (runtime === null && t.starts !== null) {
-      const started = t.starts.filter((at) => at <= e.occurredMicros);
-      if (started.length > 0) runtime = (e.occurredMicros - Math.max(...started)) / 1000;
-    }
+    const runtime = runtimeOfEnd(e, t.starts, storedStart);
     const m = add(name, e.occurredMicros);
     m[COUNTER_OF_KIND.get(e.kind)!]++;
     if (runtime !== null) {

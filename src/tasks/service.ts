@@ -6,7 +6,8 @@ import type { Executor } from '../db/connect.ts';
 import type { EventRecord } from '../ingest/events.ts';
 import { notFound } from '../http/errors.ts';
 import { newTimeOrderedId } from '../lib/ids.ts';
-import { rollupTaskEvents } from '../stats/rollup.ts';
+import { parseIsoMicros } from '../lib/clock.ts';
+import { elapsedMs, rollupTaskEvents } from '../stats/rollup.ts';
 import { isPlaceholderName, LATEST_WINS, queuesOf, taskKey, taskOf, upsertQueues, upsertTasks, upsertWorkers, workersOf, type QueueRow, type StoredTask, type TaskRow, type WorkerRow } from './store.ts';
 import type { TaskPage, TaskPublic } from './schemas.ts';
 import type { TaskState } from './tables.ts';
@@ -96,6 +97,23 @@ function fold(acc: TaskRow, next: TaskRow): TaskRow {
     received_at: earlier(acc.received_at, next.received_at),
     tags: next.tags.length > 0 ? next.tags : acc.tags,
   };
+}
+
+/** The runtime a task's row takes when no report of it carried one (RQ, Dramatiq, arq, Huey and TaskIQ
+ * agents send none, z4j-celery none for failures): its end less its start, each as the write leaves it (the
+ * call's, else the stored one: `before`, read in this transaction). A runtime the task holds already is
+ * kept, so a reported one is never replaced (nor is a derived one when the task runs again); an end
+ * before the start (clock skew between workers) derives none. On PostgreSQL a start or end another
+ * transaction stores meanwhile is not seen here: the task then keeps none until its next report. */
+function runtimeOfRow(row: TaskRow, before: StoredTask | undefined): number | null {
+  if (row.runtime_ms !== null || before?.timed) return row.runtime_ms;
+  const started = row.started_at ?? before?.started_at;
+  const finished = row.finished_at ?? before?.finished_at;
+  if (!started || !finished) return null;
+  const from = parseIsoMicros(started);
+  const to = parseIsoMicros(finished);
+  const ms = from === null || to === null ? null : elapsedMs(from, to);
+  return ms === null ? null : Math.round(ms);
 }
 
 function workerRow(projectId: string, engine: string, name: string, now: string, fields: Partial<WorkerRow>): WorkerRow {
@@ -219,13 +237,14 @@ export async function projectEvents(
       }
     }
   }
+  for (const [key, row] of taskRows) row.runtime_ms = runtimeOfRow(row, stored.get(key));
   const storedTaskIds = taskRows.size > 0 ? await upsertTasks(ex, inKeyOrder(taskRows), stored) : null;
   if (workerRows.size > 0) await upsertWorkers(ex, inKeyOrder(workerRows));
   const writeShared = async () => {
     const queues = [...queueRows].filter(([key, row]) => row.pending_count !== null || queueTouches.due(`${projectId}\u0000${key}`));
     if (queues.length > 0) await upsertQueues(ex, inKeyOrder(new Map(queues)));
     // Per-minute and per-hour statistics of the same events, in the same transaction (src/stats/rollup.ts).
-    await rollupTaskEvents(ex, projectId, records, statsShard);
+    await rollupTaskEvents(ex, projectId, records, statsShard, (engine, taskId) => stored.get(taskKey(engine, taskId))?.started_at ?? null);
   };
   return { states, storedTaskIds, writeShared };
 }

@@ -226,12 +226,27 @@ function indexForSearch(client: Database, added: [number, (string | number | nul
 export const upsertWorkers = (ex: Executor, rows: WorkerRow[]): Promise<unknown> => bulkWrite(ex, WORKER_WRITE, rows);
 export const upsertQueues = (ex: Executor, rows: QueueRow[]): Promise<unknown> => bulkWrite(ex, QUEUE_WRITE, rows);
 
-/** A stored task as ingest reads it before writing: its row id, and on SQLite its rowid and
- * searched text (upsertTasks needs them; one read serves both). */
+/** A stored task as ingest reads it before writing: its row id; its start and end and whether it
+ * holds a runtime (the projection derives a runtime for a task none was reported for, the roll-up
+ * times an end from a start an earlier upload brought); and on SQLite its rowid and searched text
+ * (upsertTasks needs them). One read serves all. */
 export interface StoredTask {
   id: string;
+  started_at: string | null;
+  finished_at: string | null;
+  timed: boolean;
   search?: StoredSearch;
 }
+/** The columns of a stored task the projection and the roll-up read (see StoredTask). */
+const TIMES = 'started_at, finished_at, runtime_ms IS NOT NULL AS timed';
+type StoredTimes = { started_at: string | null; finished_at: string | null; timed: boolean | number };
+const storedTask = (id: string, row: StoredTimes, search?: StoredSearch): StoredTask => ({
+  id,
+  started_at: row.started_at,
+  finished_at: row.finished_at,
+  timed: Boolean(row.timed),
+  search,
+});
 
 /** The project's tasks named in `tasks`, by taskKey; unknown tasks are absent. */
 export async function storedTasks(ex: Executor, projectId: string, tasks: Iterable<{ engine: string; taskId: string }>): Promise<Map<string, StoredTask>> {
@@ -240,12 +255,12 @@ export async function storedTasks(ex: Executor, projectId: string, tasks: Iterab
   if (wanted.length === 0) return out;
   if (ex.dialect === 'sqlite') {
     // A prepared probe per task: a few microseconds each, where a query builder takes tens.
-    const probe = sqliteClient(ex).query<StoredSearch & { id: string }, [string, string, string]>(
-      `SELECT id, rowid AS r, ${SEARCHED.join(', ')} FROM tasks WHERE project_id = ? AND engine = ? AND task_id = ?`,
+    const probe = sqliteClient(ex).query<StoredSearch & StoredTimes & { id: string }, [string, string, string]>(
+      `SELECT id, rowid AS r, ${SEARCHED.join(', ')}, ${TIMES} FROM tasks WHERE project_id = ? AND engine = ? AND task_id = ?`,
     );
     for (const { engine, taskId } of wanted) {
       const row = probe.get(projectId, storedText(engine), storedText(taskId));
-      if (row) out.set(taskKey(engine, taskId), { id: row.id, search: row });
+      if (row) out.set(taskKey(engine, taskId), storedTask(row.id, row, row));
     }
     return out;
   }
@@ -255,11 +270,11 @@ export async function storedTasks(ex: Executor, projectId: string, tasks: Iterab
   // older than the table's growth, it hashed every task of the project for each upload (11.8 ms for 500
   // keys at 20,000 tasks, growing with the project, against 1.9 ms this way). LIMIT 1 (the key is unique)
   // keeps the lateral subquery from being flattened back into that join.
-  const rows = await ex.all<{ id: string; engine: string; task_id: string }>(
-    sql`SELECT t.id, k.engine, k.task_id FROM unnest(${engines}::text[], ${taskIds}::text[]) AS k(engine, task_id)
-        CROSS JOIN LATERAL (SELECT id FROM tasks WHERE project_id = ${projectId} AND engine = k.engine AND task_id = k.task_id LIMIT 1) AS t`,
+  const rows = await ex.all<StoredTimes & { id: string; engine: string; task_id: string }>(
+    sql`SELECT t.*, k.engine, k.task_id FROM unnest(${engines}::text[], ${taskIds}::text[]) AS k(engine, task_id)
+        CROSS JOIN LATERAL (SELECT id, ${sql.raw(TIMES)} FROM tasks WHERE project_id = ${projectId} AND engine = k.engine AND task_id = k.task_id LIMIT 1) AS t`,
   );
-  for (const r of rows) out.set(taskKey(r.engine, r.task_id), { id: r.id });
+  for (const r of rows) out.set(taskKey(r.engine, r.task_id), storedTask(r.id, r));
   return out;
 }
 

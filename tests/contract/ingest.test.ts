@@ -218,6 +218,38 @@ describe(`ingest on ${testDialect()}`, () => {
     expect((await findTask(svc.ctx.db, project.id, 'celery', 't3'))!.state).toBe('success');
   });
 
+  test('runtime_ms without a reported one: finished_at less started_at, across batches and in any order; a reported one is kept; clock skew derives none', async () => {
+    // Times from one instant (ev's are from the moment each is made).
+    const base = Date.now();
+    const at = (kind: string, taskId: string, offsetMs: number, data: Record<string, unknown> = {}) => ({
+      ...ev(kind, taskId, 0, data),
+      occurred_at: new Date(base + offsetMs).toISOString().replace('Z', '+00:00'),
+    });
+    const rq = (...a: Parameters<typeof at>) => ({ ...at(...a), engine: 'rq' });
+    const runtime = async (engine: string, taskId: string) => {
+      const ms = (await findTask(svc.ctx.db, project.id, engine, taskId))!.runtime_ms;
+      return ms === null ? null : Number(ms);
+    };
+    await ingest([rq('task.received', 'r1', -5000), rq('task.started', 'r1', -4000), rq('task.started', 'r2', -4000), rq('task.started', 'skew', -1000)]);
+    await ingest([rq('task.succeeded', 'r1', -1500, { result: 1 }), rq('task.failed', 'r2', -3000, { exception: 'ValueError' }), rq('task.succeeded', 'skew', -2000)]);
+    expect(await runtime('rq', 'r1')).toBe(2500);
+    expect(await runtime('rq', 'r2')).toBe(1000);
+    expect(await runtime('rq', 'skew')).toBeNull();
+    // The end stored first, its start later; and both in one batch.
+    await ingest([rq('task.succeeded', 'r3', -1000)]);
+    expect(await runtime('rq', 'r3')).toBeNull();
+    await ingest([rq('task.started', 'r3', -3000)]);
+    expect(await runtime('rq', 'r3')).toBe(2000);
+    await ingest([rq('task.started', 'r4', -3000), rq('task.succeeded', 'r4', -2750)]);
+    expect(await runtime('rq', 'r4')).toBe(250);
+    // Reported: kept whatever the start and end say, before or after them.
+    await ingest([at('task.started', 'c1', -4000)]);
+    await ingest([at('task.succeeded', 'c1', -3000, { runtime_ms: 40 })]);
+    await ingest([at('task.succeeded', 'c2', -3000, { runtime_ms: 40 })]);
+    await ingest([at('task.started', 'c2', -5000)]);
+    expect([await runtime('celery', 'c1'), await runtime('celery', 'c2')]).toEqual([40, 40]);
+  });
+
   test("an agent's placeholder name (<unknown...>) never replaces a known one, in one batch or across batches", async () => {
     await ingest([ev('task.started', 'p1', -3000), ev('task.failed', 'p1', -2000, { task_name: '<unknown:default:p1>' })]);
     expect((await findTask(svc.ctx.db, project.id, 'celery', 'p1'))!).toMatchObject({ state: 'failure', name: 'app.add' });

@@ -169,6 +169,34 @@ describe(`task statistics on ${testDialect()}`, () => {
     expect(groups.groups[0].failures_total).toBe(1);
   });
 
+  test('an end without runtime_ms whose start came in an earlier upload (RQ, Dramatiq, arq, Huey, TaskIQ; Celery failures) is timed from the stored start', async () => {
+    const at = NOW - 30 * MIN;
+    const rq = (e: ReturnType<typeof ev>) => ({ ...e, engine: 'rq' });
+    const starts = [];
+    const ends = [];
+    // Nine successes taking 1..9 s and three failures taking 500 ms, none reporting a runtime.
+    for (let i = 1; i <= 9; i++) {
+      starts.push(rq(ev('task.received', `r-${i}`, at - 1000)), rq(ev('task.started', `r-${i}`, at)));
+      ends.push(rq(ev('task.succeeded', `r-${i}`, at + i * 1_000_000)));
+    }
+    for (let i = 1; i <= 3; i++) {
+      starts.push(rq(ev('task.started', `f-${i}`, at)));
+      ends.push(rq(ev('task.failed', `f-${i}`, at + 500_000, { exception: 'ValueError', exception_message: 'bad' })));
+    }
+    // A reported runtime wins over the stored start; an end before its start (clock skew) is not timed.
+    starts.push(ev('task.started', 'c-1', at), rq(ev('task.started', 'skew-1', at)));
+    ends.push(ev('task.succeeded', 'c-1', at + 2_000_000, { runtime_ms: 7 }), rq(ev('task.succeeded', 'skew-1', at - 1_000_000)));
+    await upload(starts);
+    await upload(ends);
+    const s = await get(`/api/v1/projects/alpha/stats?window=1h`);
+    expect(s.counts).toMatchObject({ started: 14, succeeded: 11, failed: 3 });
+    expect(s.runtime_ms.count).toBe(13);
+    expect(s.runtime_ms.max).toBe(9000);
+    expect(s.runtime_ms.mean).toBeCloseTo((7 + 3 * 500 + 45_000) / 13, 0);
+    nearRuntime(s.runtime_ms.p50, 3000); // the 7th of 13: 7, 3 x 500, then 1000..9000
+    nearRuntime(s.runtime_ms.p95, 9000);
+  });
+
   test("a failure reported under a placeholder name counts under the task's stored name; one with none known keeps the placeholder", async () => {
     const at = NOW - 5 * MIN;
     await upload([ev('task.received', 'p1', at, { task_name: 'app.real' })]);
