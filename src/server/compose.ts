@@ -28,6 +28,7 @@ import { userNotificationRoutes } from '../notifications/user-routes.ts';
 import { metricsRoutes } from '../metrics/routes.ts';
 import { projectRoutes } from '../projects/routes.ts';
 import { savedViewRoutes } from '../saved-views/routes.ts';
+import { lookupRoutes } from '../lookup/routes.ts';
 import { setupRoutes } from '../setup/routes.ts';
 import { userRoutes } from '../users/routes.ts';
 import { attachLive } from '../live/index.ts';
@@ -81,7 +82,7 @@ export function createContext(loaded: LoadedConfig, db: Db): AppContext {
 }
 
 export function buildServiceApp(ctx: AppContext) {
-  return buildApp(ctx, [healthRoutes, metricsRoutes, setupRoutes, authRoutes, ssoRoutes, userRoutes, projectRoutes, activityRoutes, adminRoutes, auditRoutes, agentRoutes, commandRoutes, operatorRoutes, bulkRoutes, taskRoutes, statsRoutes, scheduleRoutes, notificationRoutes, userNotificationRoutes, savedViewRoutes, agentTransportRoutes, liveRoutes], {
+  return buildApp(ctx, [healthRoutes, metricsRoutes, setupRoutes, authRoutes, ssoRoutes, userRoutes, projectRoutes, activityRoutes, adminRoutes, auditRoutes, agentRoutes, commandRoutes, operatorRoutes, bulkRoutes, taskRoutes, statsRoutes, scheduleRoutes, notificationRoutes, userNotificationRoutes, savedViewRoutes, lookupRoutes, agentTransportRoutes, liveRoutes], {
     fallback: (_request, path) => dashboardResponse(path),
   });
 }

@@ -50,6 +50,7 @@ import type { TaskPublic } from '../../../src/tasks/service.ts';
 import type { TaskState } from '../../../src/tasks/tables.ts';
 import type { UserPublic } from '../../../src/users/service.ts';
 import type { SavedViewPublic } from '../../../src/saved-views/schemas.ts';
+import type { LookupAnswer as LookupAnswerSchema } from '../../../src/lookup/service.ts';
 
 export type { Role };
 export type User = UserPublic;
@@ -66,6 +67,8 @@ export type { CommandPage, CommandStatus, TaskState };
 export type Task = TaskPublic;
 /** A saved view of a dashboard page (GET /projects/{slug}/saved-views). */
 export type SavedView = SavedViewPublic;
+/** What the Ctrl-K palette looks up in every project the caller sees (GET /lookup). */
+export type LookupAnswer = Static<typeof LookupAnswerSchema>;
 export type Worker = Static<typeof WorkerPublic>;
 export type Queue = Static<typeof QueuePublic>;
 

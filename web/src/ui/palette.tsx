@@ -1,13 +1,12 @@
 // The Ctrl-K (⌘K) palette: type to jump to any page, project, agent, worker or task. Pages and projects come from
-// what the app knows; the agents and workers of the current project and a few others are read when the palette
-// opens; tasks are searched as you type (GET /tasks?q=…, whose answers lead with tasks whose id is the text or
-// starts with it) in the same projects. A few, not all: each project is two requests more per opening and per
-// word typed, and the current one comes first. A combobox with a listbox: arrows move, Enter opens, Escape closes.
-// Fetched as a chunk of its own the first time it opens (shell.tsx).
+// what the app knows; as you type, GET /lookup finds tasks by id and agents and workers by name in every project
+// you see, and the task list's search (GET /tasks?q=…: names, arguments, exceptions) runs in the current project
+// and a few others (a request per project and word typed). A combobox with a listbox: arrows move, Enter opens,
+// Escape closes. Fetched as a chunk of its own the first time it opens (shell.tsx).
 import { useEffect, useId, useMemo, useRef, useState } from 'preact/hooks';
 import { useLocation } from 'preact-iso';
-import { api } from '../api/client.ts';
-import type { Agent, Project, TaskPage, Worker } from '../api/types.ts';
+import { api, asApiError, type ApiError } from '../api/client.ts';
+import type { LookupAnswer, Project, TaskPage } from '../api/types.ts';
 import { LAST_PROJECT } from '../pages/project/layout.tsx';
 import { projectPath } from '../pages/project/requests.ts';
 import { PROJECT_SECTIONS, roleAtLeast } from '../pages/project/sections.ts';
@@ -27,7 +26,7 @@ export interface PaletteItem {
 
 const SEARCH_DELAY_MS = 150;
 const SHOWN = 40;
-/** Projects whose agents, workers and tasks are read (the current one first). */
+/** Projects whose tasks are searched by words (the current one first); ids and names are looked up in all. */
 const SEARCHED_PROJECTS = 5;
 const TASKS_EACH = 5;
 
@@ -108,26 +107,37 @@ function useTaskMatches(text: string, searched: Project[]): PaletteItem[] {
   return found;
 }
 
-/** The agents and workers of `searched`, read while the palette is open (none while it is closed). */
-function useInventoryItems(searched: Project[]): PaletteItem[] {
-  const [items, setItems] = useState<PaletteItem[]>([]);
+/** Tasks by id and agents and workers by name in every project the caller sees (GET /lookup), as you type. */
+function useLookup(text: string): { items: PaletteItem[]; error: ApiError | null } {
+  const [found, setFound] = useState<{ items: PaletteItem[]; error: ApiError | null }>({ items: [], error: null });
   useEffect(() => {
+    const q = text.trim();
+    if (q.length < 2 || q.length > 200) {
+      setFound({ items: [], error: null });
+      return;
+    }
     let stale = false;
-    const inventory = (p: Project) => {
-      const base = projectPath(p.slug);
-      return Promise.all([api.get<Agent[]>(`${base}/agents`).catch(() => []), api.get<Worker[]>(`${base}/workers`).catch(() => [])]).then(
-        ([agents, workers]) => [
-          ...agents.map((a) => ({ kind: 'agent' as const, label: a.name, detail: `${a.state} · ${p.name}`, href: `/projects/${p.slug}/agents/${a.id}` })),
-          ...workers.map((w) => ({ kind: 'worker' as const, label: w.name, detail: `${w.engine} · ${w.state} · ${p.name}`, href: `/projects/${p.slug}/workers/${w.id}` })),
-        ],
-      );
-    };
-    void Promise.all(searched.map(inventory)).then((lists) => !stale && setItems(lists.flat()));
+    const timer = setTimeout(async () => {
+      try {
+        const r = await api.get<LookupAnswer>('/lookup', { q });
+        if (stale) return;
+        const items = r.items.map((i): PaletteItem => {
+          const base = `/projects/${i.project_slug}`;
+          if (i.kind === 'task') return { kind: 'task', label: i.name ?? 'unnamed task', detail: `${i.task_id} · ${i.state} · ${i.project_name}`, href: taskHref(i.project_slug, { engine: i.engine!, task_id: i.task_id! }) };
+          const detail = [i.engine, i.state, i.project_name].filter(Boolean).join(' · ');
+          return { kind: i.kind, label: i.name ?? i.id, detail, href: `${base}/${i.kind}s/${i.id}` };
+        });
+        setFound({ items, error: null });
+      } catch (e) {
+        if (!stale) setFound({ items: [], error: asApiError(e) });
+      }
+    }, SEARCH_DELAY_MS);
     return () => {
       stale = true;
+      clearTimeout(timer);
     };
-  }, [searched]);
-  return items;
+  }, [text]);
+  return found;
 }
 
 export function Palette(props: { open: boolean; onClose: () => void }) {
@@ -140,11 +150,14 @@ export function Palette(props: { open: boolean; onClose: () => void }) {
   const id = useId();
   const input = useRef<HTMLInputElement>(null);
   const fixed = useMemo(() => staticItems(ordered), [ordered, me.value]);
-  const live = useInventoryItems(searched);
-  const tasks = useTaskMatches(text, searched);
+  const looked = useLookup(props.open ? text : '');
+  const words = useTaskMatches(text, searched);
+  // Tasks found by id lead those found by words (a task found both ways once); agents and workers rank with the pages.
+  const byId = looked.items.filter((i) => i.kind === 'task');
+  const tasks = [...byId, ...words.filter((w) => !byId.some((i) => i.href === w.href))];
   // An id-like text (no spaces, a digit) puts the tasks first: that is what a pasted task id wants.
   const idLike = /^\S{4,}$/.test(text.trim()) && /\d/.test(text);
-  const ranked = rank([...fixed, ...live], text.trim());
+  const ranked = rank([...fixed, ...looked.items.filter((i) => i.kind !== 'task')], text.trim());
   const items = (idLike ? [...tasks, ...ranked] : [...ranked, ...tasks]).slice(0, SHOWN);
   useEffect(() => setActive(0), [text, tasks.length]);
   useEffect(() => {
@@ -207,7 +220,10 @@ export function Palette(props: { open: boolean; onClose: () => void }) {
             </li>
           ))}
         </ul>
-        {items.length === 0 && (
+        {looked.error && (
+          <p class="small text-bad" role="status">{`Tasks, agents and workers could not be looked up (${looked.error.message}); pages and projects still are.`}</p>
+        )}
+        {items.length === 0 && !looked.error && (
           <p class="muted small" role="status">
             {text.trim() ? 'Nothing matches. Tasks are found by id, name, arguments or exception words.' : 'Type to search.'}
           </p>
