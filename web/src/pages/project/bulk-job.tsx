@@ -2,7 +2,7 @@
 // page: starting one (POST /bulk-jobs under an Idempotency-Key), its progress as a bar and in words, watched
 // until it has finished, aborting it, and the tasks whose retry failed.
 import { useState } from 'preact/hooks';
-import { api } from '../../api/client.ts';
+import { api, asApiError, type ApiError } from '../../api/client.ts';
 import type { BulkFilter, BulkItemPage, BulkJob, Project } from '../../api/types.ts';
 import { idempotent } from '../../lib/idempotency.ts';
 import { plural, thousands } from '../../lib/format.ts';
@@ -10,6 +10,7 @@ import { useLive } from '../../lib/live.ts';
 import { usePoll } from '../../lib/use-poll.ts';
 import { useResource } from '../../lib/use-resource.ts';
 import { Badge, ConfirmButton, Time } from '../../ui/bits.tsx';
+import { ErrorNotice } from '../../ui/errors.tsx';
 import { projectPath } from './requests.ts';
 import { taskHref } from './task-link.ts';
 
@@ -58,6 +59,7 @@ function FailedItems(props: { slug: string; job: BulkJob }) {
     () => api.get<BulkItemPage>(`${projectPath(props.slug)}/bulk-jobs/${props.job.id}/items`, { status: 'failed', limit: 20 }),
     [props.slug, props.job.id],
   );
+  if (items.error) return <ErrorNotice error={items.error} title="Why retries failed could not be read" />;
   if (!items.data || items.data.items.length === 0) return null;
   return (
     <details class="job-failed">
@@ -77,8 +79,17 @@ function FailedItems(props: { slug: string; job: BulkJob }) {
 export function BulkJobPanel(props: { project: Project; job: BulkJob; title?: string; onDismiss?: () => void }) {
   const { project } = props;
   const [job, setJob] = useState(props.job);
+  // The last refresh's failure: the bar would stand still without a word otherwise.
+  const [stale, setStale] = useState<ApiError | null>(null);
   const running = job.status === 'running';
-  const refresh = async () => setJob(await api.get<BulkJob>(`${projectPath(project.slug)}/bulk-jobs/${job.id}`));
+  const refresh = async () => {
+    try {
+      setJob(await api.get<BulkJob>(`${projectPath(project.slug)}/bulk-jobs/${job.id}`));
+      setStale(null);
+    } catch (e) {
+      setStale(asApiError(e));
+    }
+  };
   // Each retry is a command: their notices say the job moved; the poll covers a quiet stream.
   useLive(project.slug, ['command'], () => running && refresh(), { fallbackMs: 0 });
   usePoll(refresh, WATCH_MS, running);
@@ -93,6 +104,7 @@ export function BulkJobPanel(props: { project: Project; job: BulkJob; title?: st
         </span>
       </p>
       <JobProgress job={job} />
+      {stale && running && <p class="small text-bad" role="status">{`The progress could not be refreshed (${stale.message}); trying again.`}</p>}
       {job.note && running && <p class="small muted">{job.note}</p>}
       {job.error && <p class="small text-bad">{job.error}</p>}
       {!running && job.progress.failed > 0 && <FailedItems slug={project.slug} job={job} />}

@@ -7,6 +7,7 @@ import { duration, plural } from '../../lib/format.ts';
 import { usePaged } from '../../lib/use-paged.ts';
 import { useResource } from '../../lib/use-resource.ts';
 import { Loaded, Section, Time } from '../../ui/bits.tsx';
+import { ErrorNotice } from '../../ui/errors.tsx';
 import { jsonText } from '../../ui/json.tsx';
 import { TaskStateBadge } from '../../ui/status.tsx';
 import { taskHref } from './task-link.ts';
@@ -103,6 +104,7 @@ function EventList(props: { path: string; order: 'asc' | 'desc'; nameOf: (id: st
     );
   return (
     <>
+      <ErrorNotice error={paged.error} />
       <ol class="raw-events" aria-label="Raw events">
         {paged.items.map((e) => (
           <li key={e.id}>
