@@ -417,21 +417,26 @@ const bucketedHead = (window: WindowName, bucket: { name: BucketName; seconds: n
 });
 
 /** [start, end) of `count` buckets of `seconds`, the last holding now. */
-function bucketRange(window: WindowName, seconds: number): { start: number; end: number; part: Part } {
-  const end = floorTo(nowSeconds(), seconds) + seconds;
+function bucketRange(window: WindowName, seconds: number, now = nowSeconds()): { start: number; end: number; part: Part } {
+  const end = floorTo(now, seconds) + seconds;
   const start = end - WINDOWS[window];
   return { start, end, part: { span: seconds < HOUR ? MINUTE : HOUR, from: start, to: end } };
 }
+
+/** Minutes a bucket's throughput is over: its width, but for the last one (still filling) the part gone by,
+ * at least a minute (a day's bucket at 01:00 read as a whole day showed a 24th of the rate; a bucket a second
+ * old would show a spike). */
+const bucketMinutes = (bucketStart: number, seconds: number, now: number): number => Math.max(60, Math.min(seconds, now - bucketStart)) / 60;
 
 /** GET /projects/{slug}/trends. */
 export async function trends(ex: Executor, projectId: string, q: { window?: WindowName; bucket?: BucketName | 'auto'; task_name?: string }): Promise<Trends> {
   const window = q.window ?? '24h';
   const bucket = bucketFor(window, q.bucket);
-  const { start, end, part } = bucketRange(window, bucket.seconds);
+  const now = nowSeconds();
+  const { start, end, part } = bucketRange(window, bucket.seconds, now);
   const count = (end - start) / bucket.seconds;
   const sums = await seriesTotals(ex, projectId, part, storedText(q.task_name ?? ''), bucket.seconds);
   const slots = Array.from({ length: count }, (_, i) => sums.get(i) ?? emptyTotals());
-  const minutes = bucket.seconds / 60;
   return {
     ...bucketedHead(window, bucket, start, end),
     task_name: q.task_name ?? null,
@@ -442,7 +447,7 @@ export async function trends(ex: Executor, projectId: string, q: { window?: Wind
         t: bucketIso(start + i * bucket.seconds),
         ...stateCounts(t),
         finished,
-        throughput_per_minute: round2(finished / minutes),
+        throughput_per_minute: round2(finished / bucketMinutes(start + i * bucket.seconds, bucket.seconds, now)),
         failure_rate: rate(t.failed, t.succeeded),
         runtime_mean_ms: runtime.mean,
         runtime_p50_ms: runtime.p50,

@@ -245,6 +245,9 @@ describe(`task statistics on ${testDialect()}`, () => {
       '2026-06-10T09:00:00.000000+00:00',
       '2026-06-10T12:00:00.000000+00:00',
     ]);
+    // The last bucket is still filling: its rate is over the 30.5 minutes gone by (12:00 to 12:30:30), not the hour.
+    expect(week.points[167]).toMatchObject({ t: '2026-06-10T12:00:00.000000+00:00', finished: 1, throughput_per_minute: 0.03 });
+    expect(week.points[164]).toMatchObject({ t: '2026-06-10T09:00:00.000000+00:00', finished: 2, throughput_per_minute: 0.03 });
     const month = await get(`/api/v1/projects/alpha/trends?window=30d`); // auto: 1d
     expect([month.bucket, month.points.length]).toEqual(['1d', 30]);
     expect(month.points[29]).toMatchObject({ t: '2026-06-10T00:00:00.000000+00:00', succeeded: 2, failed: 1 });
