@@ -261,12 +261,10 @@ for (const R of replicaCounts) {
       const t0 = performance.now();
       count('api_command');
       void admin
-        .call('POST', '/api/v1/projects/default/commands', {
-          action: 'cancel_task',
+        .call('POST', '/api/v1/projects/default/commands/cancel-task', {
+          engine: 'celery',
+          task_id: 'x',
           agent_id: agentId,
-          target_type: 'task',
-          target_id: 'celery:x',
-          parameters: { engine: 'celery', task_id: 'x' },
         })
         .then(
           (r) => {

@@ -11,6 +11,8 @@ import { ApiError, conflict, notFound } from '../http/errors.ts';
 
 /** The capability token an agent adapter advertises for each action svc issues. */
 export const CAPABILITY_OF: Readonly<Record<string, string>> = {
+  // Through the generic POST /commands only (an adapter that cannot submit by name must refuse it here).
+  submit_task: 'submit_task',
   retry_task: 'retry_task',
   cancel_task: 'cancel_task',
   bulk_retry: 'bulk_retry',

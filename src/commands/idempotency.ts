@@ -35,6 +35,11 @@ export const IdempotencyHeaders = Type.Object({
 /** 409 codes the header adds to a route's failures. */
 export const IDEMPOTENCY_ERRORS = ['idempotency_key_reused'] as const;
 
+/** The 409 of a key that already stands for another request: the header here, a command's body
+ * `idempotency_key` in service.ts (one code, so clients handle both alike). */
+export const keyReused = (key: string, name = 'Idempotency-Key') =>
+  conflict(`this ${name} was used with a different request; use a new key`, { idempotency_key: key }, IDEMPOTENCY_ERRORS[0]);
+
 type Row = typeof idempotencyKeys.sqlite.$inferSelect;
 const table = (ex: Executor) => (ex.dialect === 'sqlite' ? idempotencyKeys.sqlite : idempotencyKeys.pg);
 
@@ -65,9 +70,7 @@ export async function idempotent<T>(ctx: AppContext, request: Request, scope: Id
   const hash = sha256Hex(`${request.method} ${new URL(request.url).pathname}\n${sortedJson(body ?? null)}`);
   const id = { project_id: scope.projectId, principal, key };
   const replay = (row: Row): Answered<T> => {
-    if (row.request_hash !== hash) {
-      throw conflict('this Idempotency-Key was used with a different request; use a new key', { idempotency_key: key }, 'idempotency_key_reused');
-    }
+    if (row.request_hash !== hash) throw keyReused(key);
     return { status: row.status_code, body: JSON.parse(row.response) as T, replayed: true };
   };
   try {

@@ -9,7 +9,9 @@ import type { Db, Executor, Tx } from '../db/connect.ts';
 import { notFound, validationFailed } from '../http/errors.ts';
 import { isoMicros, nowIso, nowMicros } from '../lib/clock.ts';
 import { rootCause } from '../lib/errors.ts';
+import { sortedJson } from '../lib/sorted-json.ts';
 import type { AppContext } from '../server/context.ts';
+import { keyReused } from './idempotency.ts';
 import {
   bufferedCommands,
   commandById,
@@ -46,6 +48,11 @@ export const COMMAND_STATUSES: readonly CommandStatus[] = ['pending', 'dispatche
 export const TIMEOUT_ERROR = 'command timed out before agent responded';
 const MAX_ACTION_CHARS = 80;
 const MAX_KEY_CHARS = 200;
+/** How svc's own idempotency keys start: a bulk job's retries (`bulk:<job>:<seq>`, bulk/service.ts), a schedule's
+ * fires (`schedule:<id>:fire:<fire>`, schedules/service.ts), a scheduler stream's activation
+ * (`schedule-activate:<agent>:...`, schedules/inventory.ts). The routes refuse them as a client's body key, which
+ * could otherwise take the key of a command svc has yet to issue. */
+export const INTERNAL_KEY_PREFIXES: readonly string[] = ['bulk:', 'schedule:', 'schedule-activate:'];
 
 export const CommandStatusSchema = Type.Union(
   (['pending', 'dispatched', 'completed', 'failed', 'timeout', 'cancelled', 'buffered', 'buffer_expired'] as const).map((v) => Type.Literal(v)),
@@ -116,8 +123,23 @@ export interface IssueCommandInput {
   targetId?: string | null;
   /** Sent to the agent as the frame's `parameters`. */
   payload?: Record<string, unknown>;
-  /** 1..200 characters, unique per project: a repeat returns the existing command. */
+  /** 1..200 characters, unique per project: a repeat of the same command returns the existing one;
+   * another command under the key is 409 idempotency_key_reused. */
   idempotencyKey?: string | null;
+}
+
+/** The command stored under an idempotency key, asked for again: returned when it is the same command
+ * (action, target, payload; the agent may differ, as a bulk item re-issued after a restart is admitted
+ * again), else 409 idempotency_key_reused, the code of the Idempotency-Key header: a key never answers
+ * with another command while the one asked for is silently not issued. */
+function repeatOf(prior: CommandRow, action: string, input: IssueCommandInput): CommandRow {
+  const same =
+    prior.action === action &&
+    prior.target_type === input.targetType &&
+    prior.target_id === (input.targetId ?? null) &&
+    sortedJson(prior.payload) === sortedJson(input.payload ?? {});
+  if (!same) throw keyReused(prior.idempotency_key!, 'idempotency_key');
+  return prior;
 }
 
 const timeoutAt = (ctx: Pick<AppContext, 'config'>, fromMicros: number) => isoMicros(fromMicros + ctx.config.SVC_COMMAND_TIMEOUT_SECONDS * 1_000_000);
@@ -142,7 +164,7 @@ export async function issueCommand(ctx: AppContext, input: IssueCommandInput, ac
     const code = (rootCause(e) as { code?: string }).code;
     if (key !== null && (code === '23505' || code === 'SQLITE_CONSTRAINT_UNIQUE')) {
       const prior = await commandByKey(ctx.db, input.projectId, key);
-      if (prior) return toCommandPublic(prior);
+      if (prior) return toCommandPublic(repeatOf(prior, input.action.trim(), input));
     }
     throw e;
   }
@@ -154,7 +176,7 @@ export interface IssueOptions {
 }
 
 /** issueCommand inside the caller's transaction (the command commits with whatever else it writes);
- * a command with the same idempotency key already stored is returned instead. */
+ * the same command already stored under its idempotency key is returned instead (another is a 409). */
 export async function issueCommandIn(ctx: AppContext, tx: Tx, input: IssueCommandInput, actor: Actor, opts: IssueOptions = {}): Promise<CommandRow> {
   const action = input.action.trim();
   const fields: { path: string; message: string }[] = [];
@@ -169,7 +191,7 @@ export async function issueCommandIn(ctx: AppContext, tx: Tx, input: IssueComman
   const engine = engineOf(action, payload);
 
   const prior = key !== null ? await commandByKey(tx, input.projectId, key) : null;
-  if (prior) return prior;
+  if (prior) return repeatOf(prior, action, input);
   let agentId: string | null = input.agentId ?? null;
   const micros = nowMicros();
   const now = isoMicros(micros);

@@ -4,11 +4,14 @@
 // for writes. A write refused by the access rules is an audit row too
 // (`schedules.access.denied|unauth|not_found`): the spec's one band of audited
 // denials (rate-limited per caller, so refused calls cannot flood the chain).
+// The routes that issue commands (trigger, enable, disable, resync) take an
+// Idempotency-Key header, as every command-issuing route does.
 import { Type } from '@sinclair/typebox';
 import { Elysia } from 'elysia';
 import { grantOf, guarded } from '../access/guard.ts';
-import { actorOf } from '../auth/actor.ts';
+import { actorOf, type Actor } from '../auth/actor.ts';
 import { principalOf } from '../auth/principal.ts';
+import { answer, IDEMPOTENCY_ERRORS, IdempotencyHeaders, idempotent } from '../commands/idempotency.ts';
 import type { Contract } from '../http/contract.ts';
 import { Success } from '../http/contract.ts';
 import { ApiError, validationFailed } from '../http/errors.ts';
@@ -51,8 +54,8 @@ const SchedulePath = Type.Object({ slug: ProjectSlug, schedule_id: Uuid });
 const NOT_FOUND = { 404: ['not_found'] } as const;
 /** The most `ids` GET /upcoming takes, as UpcomingQuery says (its length limit alone lets 102 uuids through). */
 const MAX_UPCOMING_IDS = 100;
-/** Controls routed to the schedule's scheduler: none of its agents online. */
-const CONTROL_ERRORS = { 404: ['not_found'], 409: ['no_online_agent'] } as const;
+/** Controls routed to the schedule's scheduler: none of its agents online; an Idempotency-Key used for another request. */
+const CONTROL_ERRORS = { 404: ['not_found'], 409: ['no_online_agent', ...IDEMPOTENCY_ERRORS] } as const;
 
 const DENIAL_ACTION: Record<number, string> = { 401: 'schedules.access.unauth', 403: 'schedules.access.denied', 404: 'schedules.access.not_found' };
 /** One denial row per caller (user, or address when anonymous) and kind at most this often. */
@@ -115,6 +118,13 @@ export const scheduleRoutes = (ctx: AppContext) => {
   const who = (request: Request) => {
     const grant = grantOf(request);
     return { project: grant.project, actor: actorOf(ctx, request, grant.who) };
+  };
+  type Project = ReturnType<typeof grantOf>['project'];
+  /** A control that issues commands, under the request's Idempotency-Key (a repeated "trigger now" fires once):
+   * answered `status`, or the first answer again. The routes take no body: the key's request is the path. */
+  const control = async <T>(request: Request, set: { status?: unknown; headers: Record<string, string | number> }, status: number, run: (project: Project, actor: Actor) => Promise<T>) => {
+    const grant = grantOf(request);
+    return answer(set, await idempotent(ctx, request, { projectId: grant.project.id, who: grant.who }, null, status, () => run(grant.project, actorOf(ctx, request, grant.who))));
   };
   const app = new Elysia({ prefix: '/api/v1/projects/:slug/schedules', detail: { tags: ['schedules'] } })
     .get('', ({ request, query }) => listSchedules(ctx.db, grantOf(request).project.id, query), {
@@ -205,19 +215,16 @@ export const scheduleRoutes = (ctx: AppContext) => {
     )
     .post(
       '/resync',
-      async ({ request, set }) => {
-        const { project, actor } = who(request);
-        set.status = 202;
-        return resync(ctx, project, actor);
-      },
+      ({ request, set }) => control(request, set, 202, (project, actor) => resync(ctx, project, actor)),
       {
         ...audited(ctx, {
           summary: 'Ask every online scheduler agent of the project for a fresh snapshot (schedule.resync); 409 no_online_agent when none runs',
           access: ADMIN,
           params: ProjectPath,
+          checkedByHandler: { headers: IdempotencyHeaders },
           ok: ResyncResult,
           status: 202,
-          errors: { 409: ['no_online_agent'] },
+          errors: { 409: ['no_online_agent', ...IDEMPOTENCY_ERRORS] },
         }),
       },
     )
@@ -274,16 +281,13 @@ export const scheduleRoutes = (ctx: AppContext) => {
     )
     .post(
       '/:schedule_id/trigger',
-      async ({ request, params, set }) => {
-        const { project, actor } = who(request);
-        set.status = 202;
-        return triggerNow(ctx, project.id, params.schedule_id, actor);
-      },
+      ({ request, params, set }) => control(request, set, 202, (project, actor) => triggerNow(ctx, project.id, params.schedule_id, actor)),
       {
         ...audited(ctx, {
           summary: "Run a schedule once now without moving its next run (schedule.trigger_now in its scheduler; svc's own fire as schedule.fire, buffered when no agent has the engine)",
           access: OPERATE,
           params: SchedulePath,
+          checkedByHandler: { headers: IdempotencyHeaders },
           ok: ControlResult,
           status: 202,
           errors: CONTROL_ERRORS,
@@ -295,15 +299,13 @@ export const scheduleRoutes = (ctx: AppContext) => {
     (a, enabled) =>
       a.post(
         `/:schedule_id/${enabled ? 'enable' : 'disable'}`,
-        ({ request, params }) => {
-          const { project, actor } = who(request);
-          return setEnabled(ctx, project.id, params.schedule_id, enabled, actor);
-        },
+        ({ request, params, set }) => control(request, set, 200, (project, actor) => setEnabled(ctx, project.id, params.schedule_id, enabled, actor)),
         {
           ...audited(ctx, {
             summary: `${enabled ? 'Enable' : 'Disable (pause)'} a schedule: in its scheduler (schedule.${enabled ? 'enable' : 'disable'} to an online agent advertising the adapter) or, for svc's own, here`,
             access: OPERATE,
             params: SchedulePath,
+            checkedByHandler: { headers: IdempotencyHeaders },
             ok: ControlResult,
             errors: CONTROL_ERRORS,
           }),

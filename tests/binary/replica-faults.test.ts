@@ -188,12 +188,10 @@ describe.skipIf(!canRun)('replicas under faults', () => {
         const waiting = poller.poll({ wait: 30, headers: c.from() });
         await Bun.sleep(40);
         const t0 = performance.now();
-        const issued = await admin.call('POST', '/api/v1/projects/default/commands', {
-          action: 'cancel_task',
+        const issued = await admin.call('POST', '/api/v1/projects/default/commands/cancel-task', {
+          engine: 'celery',
+          task_id: 'x',
           agent_id: poller.agentId,
-          target_type: 'task',
-          target_id: 'celery:x',
-          parameters: { engine: 'celery', task_id: 'x' },
         });
         const r = await waiting;
         crossed = performance.now() - t0;

@@ -50,12 +50,10 @@ async function issue(via: number, agent: TestAgent): Promise<string> {
 
 /** As issue(), with the command's issued_at in epoch microseconds (the stamp its row carries). */
 async function issued(via: number, agent: TestAgent): Promise<{ id: string; atMicros: number }> {
-  const r = await admins[via]!.call('POST', '/api/v1/projects/default/commands', {
-    action: 'cancel_task',
+  const r = await admins[via]!.call('POST', '/api/v1/projects/default/commands/cancel-task', {
+    engine: 'celery',
+    task_id: 'x',
     agent_id: agent.agentId,
-    target_type: 'task',
-    target_id: 'celery:x',
-    parameters: { engine: 'celery', task_id: 'x' },
   });
   if (r.status !== 202) throw new Error(`issue: ${r.status} ${JSON.stringify(r.body)}`);
   const at = r.body.issued_at as string;

@@ -95,6 +95,25 @@ describe(`commands on ${testDialect()}`, () => {
     expect(await verifyChain(svc.ctx.db, svc.ctx.audit.keyring)).toMatchObject({ clean: true });
   });
 
+  test('an idempotency key answers only for the same command: another action, target or payload is 409 idempotency_key_reused, also under concurrency', async () => {
+    const first = await issue({ idempotencyKey: 'same' });
+    const reused = [{ action: 'restart_worker' }, { targetType: 'worker' }, { targetId: 'celery:other' }, { payload: { engine: 'celery', task_id: 'other' } }];
+    for (const fields of reused) {
+      await expect(issue({ idempotencyKey: 'same', ...fields })).rejects.toMatchObject({ status: 409, error: 'idempotency_key_reused', details: { idempotency_key: 'same' } });
+    }
+    // The same command (keys in another order, another agent: a bulk item re-admitted after a restart) is the first one.
+    const other = (await mintAgent(svc.ctx, project.id, 'other', TEST_ACTOR)).agent.id;
+    expect((await issue({ idempotencyKey: 'same', agentId: other, payload: { task_id: 't', engine: 'celery' } })).id).toBe(first.id);
+    // Two different commands racing for one key: one is issued, the other refused.
+    const raced = await Promise.allSettled([issue({ idempotencyKey: 'race', targetId: 'celery:a' }), issue({ idempotencyKey: 'race', targetId: 'celery:b' })]);
+    expect(raced.map((r) => r.status).sort()).toEqual(['fulfilled', 'rejected']);
+    expect(raced.find((r) => r.status === 'rejected')).toMatchObject({ reason: { status: 409, error: 'idempotency_key_reused' } });
+    const stored = await svc.ctx.db.all<{ k: string; n: number }>(sql`SELECT idempotency_key AS k, COUNT(*) AS n FROM commands GROUP BY idempotency_key ORDER BY k`);
+    expect(stored.map((r) => [r.k, Number(r.n)])).toEqual([['race', 1], ['same', 1]]);
+    const audited = await svc.ctx.db.all<{ n: number }>(sql`SELECT COUNT(*) AS n FROM audit_log WHERE action LIKE 'command.%'`);
+    expect(Number(audited[0]!.n)).toBe(2);
+  });
+
   test('list: newest first, by status, with a cursor', async () => {
     const ids: string[] = [];
     for (let i = 0; i < 5; i++) ids.push((await issue({ targetId: `celery:${i}` })).id);

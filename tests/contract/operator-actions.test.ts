@@ -2,8 +2,10 @@
 // command with its audit row, the roles that may issue it, the refusals that
 // come from what the agent advertised (engine, capability, retry contract) or
 // did not (long-poll agents need agent_id), the purge confirm token (wrong,
-// spent, expired, other queue, other caller, unknown depth), and
-// Idempotency-Key replay and conflict.
+// spent, expired, other queue, other caller, unknown depth), the generic
+// POST /commands (refusing every action with a route of its own, admitting the
+// rest like those routes), and Idempotency-Key replay and conflict, also of the
+// body's idempotency_key.
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
 import { sql } from 'drizzle-orm';
 import { projectSigningKey } from '../../src/agents/service.ts';
@@ -221,6 +223,99 @@ describe(`operator actions on ${testDialect()}`, () => {
     // Answers are kept 24 hours.
     const [row] = await svc.ctx.db.all<{ created_at: string; expires_at: string }>(sql`SELECT created_at, expires_at FROM idempotency_keys WHERE key = 'restart-1' AND principal LIKE 'user:%' LIMIT 1`);
     expect(Date.parse(row!.expires_at) - Date.parse(row!.created_at)).toBe(24 * 3600_000);
+  });
+
+  test('the generic POST /commands refuses every action with a route of its own, naming the route; what it takes is admitted', async () => {
+    const noContract = await helloAgent(svc, projectId, 'celery-generic-old', { celery: ['retry_task', 'cancel_task'] });
+    const generic = (body: Record<string, unknown>, b: Browser = operator) => b.call('POST', base, { body: { target_type: 'task', ...body } });
+    const before = await countRows(svc.ctx.db, 'commands');
+    const auditedBefore = await countRows(svc.ctx.db, 'audit_log', sql`action LIKE 'command.issue.%'`);
+    // The audit's bypasses: each went through as 202 before; now 422 naming the route that checks it.
+    const bypasses: [string, Record<string, unknown>, string][] = [
+      ['unknown worker', { action: 'restart_worker', agent_id: celeryAgent, target_type: 'worker', target_id: 'celery@nowhere', parameters: { engine: 'celery', worker_name: 'celery@nowhere' } }, '/commands/restart-worker'],
+      ['no retry contract', { action: 'retry_task', agent_id: noContract, target_id: 'celery:x', parameters: { engine: 'celery', task_id: 'x' } }, '/commands/retry-task'],
+      ['dead letter to Celery', { action: 'requeue_dead_letter', agent_id: celeryAgent, target_id: 'celery:x', parameters: { filter: { engine: 'celery' }, task_id: 'x' } }, '/commands/requeue-dead-letter'],
+      ['bulk retry on the agent', { action: 'bulk_retry', agent_id: celeryAgent, target_type: 'bulk', parameters: { filter: { engine: 'celery' } } }, '/bulk-jobs'],
+    ];
+    const others: [string, string][] = [
+      ['cancel_task', '/commands/cancel-task'],
+      ['pool_grow', '/commands/pool-resize'],
+      ['pool_shrink', '/commands/pool-resize'],
+      ['add_consumer', '/commands/add-consumer'],
+      ['cancel_consumer', '/commands/cancel-consumer'],
+      ['rate_limit', '/commands/rate-limit'],
+      ['dlq.list', '/commands/list-dead-letters'],
+      [' schedule.fire ', '/schedules/{schedule_id}/trigger'],
+      ['schedule.trigger_now', '/schedules/{schedule_id}/trigger'],
+      ['schedule.enable', '/schedules/{schedule_id}/enable'],
+      ['schedule.disable', '/schedules/{schedule_id}/disable'],
+      ['schedule.resync', '/schedules/resync'],
+      ['schedule.external.activate', 'svc itself'],
+    ];
+    for (const [name, body, route] of [...bypasses, ...others.map(([action, route]): [string, Record<string, unknown>, string] => [action, { action, agent_id: lpAgent }, route])]) {
+      const res = await generic(body);
+      expect([name, res.status, res.body.error]).toEqual([name, 422, 'validation_failed']);
+      expect([name, res.body.details.fields[0].path, res.body.details.fields[0].message]).toEqual([name, '/action', expect.stringContaining(route)]);
+    }
+    // Not even for an administrator (purge_queue keeps needing one: an operator is refused first).
+    expect((await generic({ action: 'purge_queue', agent_id: celeryAgent, target_type: 'queue', parameters: { queue: 'parked', force: true } }, operator)).status).toBe(403);
+    expect((await generic({ action: 'restart_worker', agent_id: celeryAgent }, padmin)).status).toBe(422);
+    expect(await countRows(svc.ctx.db, 'commands')).toBe(before);
+    // Actions without a route of their own go through the admission the dedicated routes make.
+    const refused = async (body: Record<string, unknown>, status: number, code: string) => {
+      const res = await generic(body);
+      expect([body.action, res.status, res.body.error]).toEqual([body.action, status, code]);
+    };
+    const submit = { action: 'submit_task', target_id: 'rq:any', parameters: { engine: 'rq', task_name: 'anything.at.all', args: [] } };
+    await refused({ ...submit, agent_id: rqAgent }, 409, 'capability_not_advertised'); // rq-ws advertises no submit_task
+    await refused({ ...submit, agent_id: celeryAgent }, 409, 'engine_not_advertised');
+    await refused({ ...submit, agent_id: crypto.randomUUID() }, 404, 'not_found');
+    await refused({ action: 'submit_task', parameters: { engine: 'celery' } }, 422, 'validation_failed'); // agent_id is required
+    expect(await countRows(svc.ctx.db, 'commands')).toBe(before);
+    const submitted = await generic({ ...submit, agent_id: celeryAgent, target_id: 'celery:any', parameters: { engine: 'celery', task_name: 'app.add', args: [1, 2] } });
+    expect(submitted.status).toBe(202);
+    expect(submitted.body).toMatchObject({ action: 'submit_task', agent_id: celeryAgent, status: 'pending', payload: { engine: 'celery', task_name: 'app.add' } });
+    // A long-poll agent reports nothing to check: named, it is admitted (and refuses what its adapter lacks).
+    const reconcile = await generic({ action: 'reconcile_task', agent_id: lpAgent, target_id: 'celery:r1', parameters: { engine: 'celery', task_id: 'r1' } });
+    expect([reconcile.status, reconcile.body.agent_id]).toEqual([202, lpAgent]);
+    expect(await countRows(svc.ctx.db, 'commands')).toBe(before + 2);
+    expect(await countRows(svc.ctx.db, 'audit_log', sql`action LIKE 'command.issue.%'`)).toBe(auditedBefore + 2);
+  });
+
+  test("a body idempotency_key answers only for the same command: another is 409 and is not issued; svc's own prefixes are refused", async () => {
+    const tasks = await storeTasks(svc, projectId, celeryAgent, 2);
+    const keyed = (key: string) => countRows(svc.ctx.db, 'commands', sql`idempotency_key = ${key}`);
+    const retryA = { engine: 'celery', task_id: tasks[0], agent_id: celeryAgent, idempotency_key: 'body-k1' };
+    const first = await operator.call('POST', `${base}/retry-task`, { body: retryA });
+    expect(first.status).toBe(202);
+    const cancelsBefore = await commandsWithAction('cancel_task');
+    const cancelAuditsBefore = await countRows(svc.ctx.db, 'audit_log', sql`action = 'command.issue.cancel_task'`);
+    // The same key on another command (the audit's repro): refused with the header's code, the cancel is not stored.
+    const cancelB = await operator.call('POST', `${base}/cancel-task`, { body: { engine: 'celery', task_id: tasks[1], agent_id: celeryAgent, idempotency_key: 'body-k1' } });
+    expect([cancelB.status, cancelB.body.error, cancelB.body.details]).toEqual([409, 'idempotency_key_reused', { idempotency_key: 'body-k1' }]);
+    // ...and a retry of another task under it.
+    const retryB = await operator.call('POST', `${base}/retry-task`, { body: { ...retryA, task_id: tasks[1] } });
+    expect([retryB.status, retryB.body.error]).toEqual([409, 'idempotency_key_reused']);
+    expect(await commandsWithAction('cancel_task')).toBe(cancelsBefore);
+    expect(await countRows(svc.ctx.db, 'audit_log', sql`action = 'command.issue.cancel_task'`)).toBe(cancelAuditsBefore);
+    expect(await keyed('body-k1')).toBe(1);
+    // The same command again still returns the first.
+    const again = await operator.call('POST', `${base}/retry-task`, { body: retryA });
+    expect([again.status, again.body.id]).toEqual([202, first.body.id]);
+    expect(await keyed('body-k1')).toBe(1);
+    // The prefixes svc keys its own commands with (bulk jobs, schedule fires, scheduler activations).
+    const before = await countRows(svc.ctx.db, 'commands');
+    for (const key of ['bulk:00000000-0000-0000-0000-000000000000:1', 'schedule:x:fire:y', 'schedule-activate:a:b:1:c']) {
+      for (const [path, body] of [
+        ['/retry-task', { engine: 'celery', task_id: tasks[0], agent_id: celeryAgent, idempotency_key: key }],
+        ['/cancel-task', { engine: 'celery', task_id: tasks[0], agent_id: celeryAgent, idempotency_key: key }],
+        ['', { action: 'reconcile_task', agent_id: lpAgent, target_type: 'task', parameters: { engine: 'celery' }, idempotency_key: key }],
+      ] as const) {
+        const res = await operator.call('POST', `${base}${path}`, { body });
+        expect([key, path, res.status, res.body.error, res.body.details.fields?.[0]?.path]).toEqual([key, path, 422, 'validation_failed', '/idempotency_key']);
+      }
+    }
+    expect(await countRows(svc.ctx.db, 'commands')).toBe(before);
   });
 
   test('the command records the outcome the agent answers', async () => {

@@ -6,7 +6,8 @@
 // the schedule's adapter (refused when none is), trigger-now, import diff vs
 // apply, fires buffered / replayed on connect / expired with their history,
 // the notifications of fire outcomes and of the tasks fires submitted, the next
-// runs and the project's time zone, and the circuit breaker.
+// runs and the project's time zone, the circuit breaker, and the
+// Idempotency-Key of the routes that issue commands.
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
 import { sql } from 'drizzle-orm';
 import { expireBufferedFires } from '../../src/commands/service.ts';
@@ -257,11 +258,53 @@ describe(`schedules on ${testDialect()}`, () => {
       await empty.close();
     }
     const { c } = await schedulerAgent('apscheduler', []);
-    const r = await admin.call('POST', `${base}/resync`);
+    const keyed = { headers: { 'idempotency-key': 'resync-1' } };
+    const r = await admin.call('POST', `${base}/resync`, keyed);
     expect(r.status).toBe(202);
     expect(r.body.schedulers_observed).toContain('apscheduler');
     const cmd = await nextCommand(c);
     expect(cmd.payload).toMatchObject({ action: 'schedule.resync', target: { type: 'project', id: 'default' } });
+    // The same key again: the first answer, nothing issued again.
+    const resyncs = await countRows(svc.ctx.db, 'commands', sql`action = 'schedule.resync'`);
+    const again = await admin.call('POST', `${base}/resync`, keyed);
+    expect([again.status, again.body, again.headers.get('idempotent-replayed')]).toEqual([202, r.body, 'true']);
+    expect(await countRows(svc.ctx.db, 'commands', sql`action = 'schedule.resync'`)).toBe(resyncs);
+  });
+
+  test('trigger, enable and disable take an Idempotency-Key: the same key again is the first answer (one fire, one command); on another request it is 409', async () => {
+    // svc's own schedules on an engine no agent runs: each trigger is a buffered schedule.fire with its fire row.
+    const s = await newSchedule({ engine: 'arq', task_name: 'jobs.once' });
+    const other = await newSchedule({ engine: 'arq', task_name: 'jobs.once' });
+    const fires = async (id: string) => (await admin.call('GET', `${base}/${id}/fires`)).body.length as number;
+    const commandsOf = (id: string) => countRows(svc.ctx.db, 'commands', sql`target_id = ${id}`);
+    const triggerAudits = (id: string) => countRows(svc.ctx.db, 'audit_log', sql`action = 'schedule.trigger_now' AND target_id = ${id}`);
+    const key = (k: string) => ({ headers: { 'idempotency-key': k } });
+    const t1 = await operator.call('POST', `${base}/${s.id}/trigger`, key('trigger-once'));
+    const t2 = await operator.call('POST', `${base}/${s.id}/trigger`, key('trigger-once'));
+    expect([t1.status, t2.status]).toEqual([202, 202]);
+    expect(t1.body.fire).toMatchObject({ action: 'schedule.trigger_now', status: 'buffered' });
+    expect(t2.body).toEqual(t1.body);
+    expect([t1.headers.get('idempotent-replayed'), t2.headers.get('idempotent-replayed')]).toEqual([null, 'true']);
+    expect([await fires(s.id), await commandsOf(s.id), await triggerAudits(s.id)]).toEqual([1, 1, 1]);
+    // The key on another request (another schedule, another control): refused, nothing fired or changed.
+    const elsewhere = await operator.call('POST', `${base}/${other.id}/trigger`, key('trigger-once'));
+    expect([elsewhere.status, elsewhere.body.error]).toEqual([409, 'idempotency_key_reused']);
+    expect([await fires(other.id), await commandsOf(other.id), await triggerAudits(other.id)]).toEqual([0, 0, 0]);
+    const disableUnderIt = await operator.call('POST', `${base}/${s.id}/disable`, key('trigger-once'));
+    expect([disableUnderIt.status, disableUnderIt.body.error]).toEqual([409, 'idempotency_key_reused']);
+    expect((await admin.call('GET', `${base}/${s.id}`)).body.is_enabled).toBe(true);
+    // Disable and enable under keys of their own: once each.
+    const d1 = await operator.call('POST', `${base}/${s.id}/disable`, key('disable-once'));
+    const d2 = await operator.call('POST', `${base}/${s.id}/disable`, key('disable-once'));
+    expect([d1.status, d2.status, d2.body]).toEqual([200, 200, d1.body]);
+    expect(await countRows(svc.ctx.db, 'audit_log', sql`action = 'schedule.disable' AND target_id = ${s.id}`)).toBe(1);
+    // Keys are per caller; without one, every trigger fires; a malformed key is a validation failure.
+    expect((await admin.call('POST', `${base}/${s.id}/trigger`, key('trigger-once'))).status).toBe(202);
+    expect((await operator.call('POST', `${base}/${s.id}/trigger`)).status).toBe(202);
+    expect(await fires(s.id)).toBe(3);
+    const bad = await operator.call('POST', `${base}/${s.id}/trigger`, key('has space'));
+    expect([bad.status, bad.body.error]).toEqual([422, 'validation_failed']);
+    expect(await fires(s.id)).toBe(3);
   });
 
   test('import: the diff is a dry run; apply does what it said; replace_for_source deletes the missing ones of that source', async () => {

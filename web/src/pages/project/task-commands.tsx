@@ -1,9 +1,11 @@
 // The task page's commands: retry and cancel for operators (POST /commands/retry-task and /cancel-task), sent
 // to the agent that last reported the task unless another is chosen, and the commands aimed at this task
-// with their outcome, watched until each has one.
+// with their outcome, watched until each has one. Each is sent with an Idempotency-Key, so a repeated click or a
+// retry after a lost answer does not retry (or cancel) the task twice.
 import { useState } from 'preact/hooks';
 import { api } from '../../api/client.ts';
 import type { Agent, Command, CommandPage, Project, TaskDetail } from '../../api/types.ts';
+import { idempotent, useIdempotencyKey } from '../../lib/idempotency.ts';
 import { usePoll } from '../../lib/use-poll.ts';
 import { useResource } from '../../lib/use-resource.ts';
 import { ConfirmButton, Empty, Section } from '../../ui/bits.tsx';
@@ -28,9 +30,17 @@ function reporter(task: TaskDetail, agents: Agent[]): string {
 function Actions(props: { project: Project; task: TaskDetail; agents: Agent[]; onIssued: (c: Command) => Promise<void> }) {
   const { task, agents } = props;
   const [agentId, setAgentId] = useState(() => reporter(task, agents));
+  // One key per intent (the action, to this agent): it changes once a command has been issued.
+  const [issuedCount, setIssuedCount] = useState(0);
+  const keys = {
+    'retry-task': useIdempotencyKey(`retry-task ${agentId} ${issuedCount}`),
+    'cancel-task': useIdempotencyKey(`cancel-task ${agentId} ${issuedCount}`),
+  };
   const issue = async (what: 'retry-task' | 'cancel-task') => {
     const body = { engine: task.engine, task_id: task.task_id, ...(agentId ? { agent_id: agentId } : {}) };
-    await props.onIssued(await api.post<Command>(`${projectPath(props.project.slug)}/commands/${what}`, body));
+    const c = await api.post<Command>(`${projectPath(props.project.slug)}/commands/${what}`, body, idempotent(keys[what]));
+    setIssuedCount((n) => n + 1);
+    await props.onIssued(c);
   };
   return (
     <div class="inline-form">
