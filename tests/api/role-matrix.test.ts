@@ -193,6 +193,10 @@ const ROWS: Row[] = [
   { name: 'GET /projects/{slug}/failure-groups', request: async () => ({ method: 'GET', path: '/api/v1/projects/default/failure-groups' }), expect: statsRead },
   { name: 'GET /projects/{slug}/failure-groups/{key}/tasks', request: async () => ({ method: 'GET', path: `/api/v1/projects/default/failure-groups/${await failureGroup()}/tasks` }), expect: statsRead },
   { name: 'GET /home', request: async () => ({ method: 'GET', path: '/api/v1/home' }), expect: { anonymous: 401, rest: 200 } },
+  // the palette's look-up: every project the caller sees (API keys with tasks:read)
+  { name: 'GET /lookup', request: async () => ({ method: 'GET', path: '/api/v1/lookup?q=matrix' }), expect: { anonymous: 401, rest: 200 } },
+  // the live stream: browser sessions only; a plain GET (no WebSocket upgrade) is told to upgrade
+  { name: 'GET /live', request: async () => ({ method: 'GET', path: '/api/v1/live' }), expect: { anonymous: 401, key_with_scope: 403, key_without_scope: 403, rest: 426 } },
   // the task explorer (any member; API keys with tasks:read, which the narrow key has)
   { name: 'GET /projects/{slug}/tasks', request: async () => ({ method: 'GET', path: '/api/v1/projects/default/tasks?q=matrix&sort=runtime_ms&priority=high,low' }), expect: taskRead },
   { name: 'GET /projects/{slug}/tasks/export.csv', request: async () => ({ method: 'GET', path: '/api/v1/projects/default/tasks/export.csv?q=matrix' }), expect: taskRead },
@@ -204,6 +208,28 @@ const ROWS: Row[] = [
   { name: 'GET /projects/{slug}/workers', request: async () => ({ method: 'GET', path: '/api/v1/projects/default/workers' }), expect: taskRead },
   { name: 'GET /projects/{slug}/workers/{worker}', request: async () => ({ method: 'GET', path: `/api/v1/projects/default/workers/${encodeURIComponent('celery@matrix')}` }), expect: taskRead },
   { name: 'GET /projects/{slug}/queues', request: async () => ({ method: 'GET', path: '/api/v1/projects/default/queues' }), expect: taskRead },
+  // commands: reads (any member; keys need commands:read), the task commands and the generic issue route (operators;
+  // the long-poll agent reports no inventory, so naming it admits the command)
+  { name: 'GET /commands', request: async () => ({ method: 'GET', path: commands }), expect: projectRead },
+  {
+    name: 'POST /commands/retry-task',
+    request: async () => ({ method: 'POST', path: `${commands}/retry-task`, opts: { body: { engine: 'celery', task_id: `matrix-${uniq()}`, agent_id: ops.lpAgent } } }),
+    expect: projectOperator(202),
+  },
+  {
+    name: 'POST /commands/cancel-task',
+    request: async () => ({ method: 'POST', path: `${commands}/cancel-task`, opts: { body: { engine: 'celery', task_id: `matrix-${uniq()}`, agent_id: ops.lpAgent } } }),
+    expect: projectOperator(202),
+  },
+  {
+    name: 'POST /commands',
+    request: async () => ({
+      method: 'POST',
+      path: commands,
+      opts: { body: { action: 'reconcile_task', agent_id: ops.lpAgent, target_type: 'task', target_id: 'celery:matrix', parameters: { engine: 'celery', task_id: 'matrix' } } },
+    }),
+    expect: projectOperator(202),
+  },
   // operator actions (viewer refused on every one)
   { name: 'POST /commands/restart-worker', request: async () => ({ method: 'POST', path: `${commands}/restart-worker`, opts: { body: { worker_name: 'celery@matrix' } } }), expect: projectOperator(202) },
   { name: 'POST /commands/pool-resize', request: async () => ({ method: 'POST', path: `${commands}/pool-resize`, opts: { body: { worker_name: 'celery@matrix', delta: 1 } } }), expect: projectOperator(202) },
