@@ -39,7 +39,10 @@ export function TrendCharts(props: { data: ChartData; scope?: string; runtimeTit
         <p>The charts fill in as agents report tasks. Pick a longer window to look further back.</p>
       </Empty>
     );
-  const minutes = d.bucketSeconds / 60;
+  // The last bucket is still filling: its rate is over the part gone by (at least a minute), as the API's
+  // throughput_per_minute is, or every chart's last point would dip.
+  const now = Date.now();
+  const minutes = d.times.map((t) => Math.max(1, Math.min(d.bucketSeconds / 60, (now - Date.parse(t)) / 60_000)));
   const common = { times: d.times, days: d.bucketSeconds >= 3600 };
   const id = (name: string) => `${props.testIds ?? ''}chart-${name}`;
   return (
@@ -50,8 +53,8 @@ export function TrendCharts(props: { data: ChartData; scope?: string; runtimeTit
         testId={id('throughput')}
         format={decimal}
         series={[
-          { label: 'finished', tone: 'accent', values: d.finished.map((n) => n / minutes) },
-          { label: 'failed', tone: 'bad', values: d.failed.map((n) => n / minutes) },
+          { label: 'finished', tone: 'accent', values: d.finished.map((n, i) => n / minutes[i]!) },
+          { label: 'failed', tone: 'bad', values: d.failed.map((n, i) => n / minutes[i]!) },
         ]}
       />
       <TimeChart
