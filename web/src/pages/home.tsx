@@ -89,7 +89,8 @@ function HomeCharts(props: { h: HomeSummary; window: StatsWindow }) {
   const key = busiest.map((p) => p.slug).join(',');
   const trends = useResource(
     () => Promise.all(busiest.map((p) => api.get<Trends>(`${projectPath(p.slug)}/trends`, { window: props.window }).then((t) => ({ p, t })))),
-    [key, props.window],
+    // Read again with every new summary (the live stream reloads it), or the charts stood still under the figures.
+    [key, props.window, props.h],
   );
   return (
     <Loaded resource={trends}>
