@@ -11,9 +11,11 @@ import { claimCommands } from '../../src/commands/delivery.ts';
 import { recordCommandResult } from '../../src/commands/service.ts';
 import { storeEvents } from '../../src/ingest/service.ts';
 import { isoMicros, nowIso, nowMicros } from '../../src/lib/clock.ts';
-import { retentionPass } from '../../src/tasks/retention.ts';
+import { acquireLease, releaseLease } from '../../src/platform/leases.ts';
+import { retentionPass, startTaskRetention } from '../../src/tasks/retention.ts';
 import { testDialect, testService, type TestService } from '../helpers/app.ts';
-import { countRows } from '../helpers/agents.ts';
+import { countRows, insertProject } from '../helpers/agents.ts';
+import { eventually } from '../helpers/binary.ts';
 import { FAST_IDENTITY_ENV, matrixCallers, type Browser } from '../helpers/identity.ts';
 import { CELERY_CAPABILITIES, helloAgent, pollingAgent, projectIdOf, storeTasks } from '../helpers/operator.ts';
 
@@ -304,6 +306,31 @@ describe(`retention on ${testDialect()}`, () => {
     expect(await byPrefixCount('stuck')).toBe(1000);
     expect(turns).toBeGreaterThanOrEqual(4);
   });
+
+  test('the pruner runs on its schedule in the one process holding the task-retention lease', async () => {
+    // Its own service: the shortest interval the setting allows (10 s, the first tick after one interval).
+    const own = await testService({ env: { SVC_TASK_RETENTION_DAYS: '30', SVC_TASK_RETENTION_INTERVAL_SECONDS: '10' } });
+    try {
+      const { id: pid } = await insertProject(own.ctx.db, 'led');
+      const agent = await pollingAgent(own, pid, 'retention-leader');
+      await storeTasks(own, pid, agent, 20, { kind: 'task.succeeded', ageDays: 60, prefix: 'led' });
+      const left = () => countRows(own.ctx.db, 'tasks', sql`task_id LIKE 'led-%'`);
+      // Another process leads: this one's tick finds the lease taken and prunes nothing.
+      expect(await acquireLease(own.ctx.db, 'task-retention', 600_000, 'another-process')).toBe(true);
+      startTaskRetention(own.ctx);
+      const status = () => own.ctx.jobs.all().find((j) => j.name === 'task-retention');
+      await eventually(() => (status()?.runs ?? 0) >= 1, 15_000, 'the first retention tick');
+      expect(await left()).toBe(20);
+      // The other process goes: the next tick takes the lease and prunes.
+      await releaseLease(own.ctx.db, 'task-retention', 'another-process');
+      await eventually(async () => (await left()) === 0, 15_000, 'pruning by the new leader');
+      const [lease] = await own.ctx.db.all<{ holder: string }>(sql`SELECT holder FROM svc_leases WHERE name = 'task-retention'`);
+      expect(lease!.holder).not.toBe('another-process');
+      expect(status()!.last_error).toBeNull();
+    } finally {
+      await own.close();
+    }
+  }, 45_000);
 
   test('ingest stays quick while a large prune runs (short batches, a pause between them)', async () => {
     const agent = await pollingAgent(svc, projectId, 'retention-load');
