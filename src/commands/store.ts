@@ -73,9 +73,13 @@ export async function commandsPage(
     .limit(opts.limit);
 }
 
-const PENDING = `SELECT * FROM commands WHERE agent_id = ? AND status = 'pending' ORDER BY issued_at, id LIMIT ?`;
+// Bulk jobs' children (keyed bulk:<job>:<seq>) first, as the spec's poll rule 3 has durable bulk-retry
+// children claimed first: a job keeps at most a few in flight, and these then wait behind nothing. An
+// agent's pending rows are few, so sorting them all is cheap.
+const PENDING = `SELECT * FROM commands WHERE agent_id = ? AND status = 'pending'
+  ORDER BY CASE WHEN idempotency_key LIKE 'bulk:%' THEN 0 ELSE 1 END, issued_at, id LIMIT ?`;
 
-/** Pending commands of an agent, oldest issued first. */
+/** Pending commands of an agent: bulk jobs' children first, then oldest issued first. */
 export async function pendingOf(ex: Executor, agentId: string, limit: number): Promise<CommandRow[]> {
   return (await ex.query(PENDING, [agentId, limit])).map(commandRow);
 }

@@ -14,7 +14,7 @@ import { isoMicros, nowIso, nowMicros } from '../../src/lib/clock.ts';
 import { acquireLease, releaseLease } from '../../src/platform/leases.ts';
 import { retentionPass, startTaskRetention } from '../../src/tasks/retention.ts';
 import { testDialect, testService, type TestService } from '../helpers/app.ts';
-import { countRows, insertProject } from '../helpers/agents.ts';
+import { countRows, insertProject, issueTestCommand } from '../helpers/agents.ts';
 import { eventually } from '../helpers/binary.ts';
 import { FAST_IDENTITY_ENV, matrixCallers, type Browser } from '../helpers/identity.ts';
 import { CELERY_CAPABILITIES, helloAgent, pollingAgent, projectIdOf, storeTasks } from '../helpers/operator.ts';
@@ -111,6 +111,20 @@ describe(`bulk jobs on ${testDialect()}`, () => {
     await coordinatorStep(svc.ctx);
     expect(await job(id)).toMatchObject({ status: 'aborted', finished_at: expect.any(String), progress: { succeeded: 3, skipped: 6, in_flight: 0 } });
     expect((await operator.call('POST', `${jobs}/${id}/abort`)).body.status).toBe('aborted');
+  });
+
+  test("a job's retries are claimed ahead of commands issued before them (the spec's poll rule 3)", async () => {
+    const agent = await pollingAgent(svc, projectId, 'bulk-first');
+    const [task] = await storeTasks(svc, projectId, agent, 1, { name: 'app.tasks.bulk_first' });
+    const earlier = await issueTestCommand(svc.ctx, projectId, agent);
+    const created = await operator.call('POST', jobs, { body: { kind: 'retry', filter: { name: 'bulk_first' }, agent_id: agent } });
+    await coordinatorStep(svc.ctx);
+    const first = await claimCommands(svc.ctx.db, { agentId: agent, max: 1, retryEngines: new Set(['celery']), session: 'test' });
+    expect(first.map((c) => [c.action, c.idempotency_key, c.payload.task_id])).toEqual([['retry_task', `bulk:${created.body.id}:1`, task]]);
+    // Without the retry contract the child waits, and the earlier command goes.
+    await operator.call('POST', `${jobs}/${created.body.id}/abort`);
+    const next = await claimCommands(svc.ctx.db, { agentId: agent, max: 5, retryEngines: new Set(), session: 'test' });
+    expect(next.map((c) => c.id)).toEqual([earlier.id]);
   });
 
   test('an abort that lands while a pass is issuing: no item it skipped gets a command', async () => {
