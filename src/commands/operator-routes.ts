@@ -33,7 +33,7 @@ const AgentId = Type.Optional(Uuid);
 const WorkerName = Type.String({ minLength: 1, maxLength: 200, description: 'as the agents reported it (GET /workers)' });
 const QueueName = Type.String({ minLength: 1, maxLength: 200 });
 /** Worker actions also refuse a worker svc has never been told of. */
-const WORKER_ERRORS = { ...ISSUE_ERRORS, 409: [...ISSUE_ERRORS[409], 'unknown_worker'] } as const;
+const WORKER_ERRORS = { ...ISSUE_ERRORS, 409: [...ISSUE_ERRORS[409], 'unknown_worker', 'ambiguous_worker'] } as const;
 const PURGE_ERRORS = {
   ...ISSUE_ERRORS,
   409: [...ISSUE_ERRORS[409], 'confirm_token_invalid', 'confirm_token_expired', 'confirm_token_mismatch', 'confirm_token_used', 'queue_depth_unknown'],

@@ -32,12 +32,16 @@ interface Targeted {
   agent_id?: string;
 }
 
-/** A worker svc knows in the project (reported by an agent), or 409 unknown_worker. */
+/** A worker svc knows in the project (reported by an agent), or 409 unknown_worker; 409 ambiguous_worker when
+ * workers of several engines share the name and no engine says which (as the worker detail answers). */
 async function knownWorker(ctx: AppContext, projectId: string, name: string, engine: string | undefined): Promise<WorkerRow> {
   const workers = (await listWorkers(ctx.db, projectId)).filter((w) => w.name === name && (!engine || w.engine === engine));
   const worker = workers[0];
   if (!worker) {
     throw conflict(`no worker named ${name} has been reported in this project${engine ? ` for the ${engine} engine` : ''}`, { worker_name: name }, 'unknown_worker');
+  }
+  if (workers.length > 1) {
+    throw conflict(`workers of ${workers.length} engines are named ${name}: say which with engine`, { worker_name: name, engines: workers.map((w) => w.engine) }, 'ambiguous_worker');
   }
   return worker;
 }

@@ -130,7 +130,13 @@ describe(`operator actions on ${testDialect()}`, () => {
     await refused('/pool-resize', { worker_name: 'celery@w1', size: 4 }, 'no_change');
     await refused('/rate-limit', { task_name: 'a', rate: '10/x' }, 'validation_failed', 422);
     await refused('/restart-worker', { worker_name: 'celery@w1', agent_id: crypto.randomUUID() }, 'not_found', 404);
-    expect(await countRows(svc.ctx.db, 'commands')).toBe(before + 2);
+    // Workers of two engines under one name: the engine must say which (svc used to pick one).
+    await reportInventory(svc, projectId, { 'shared@w': 2 }, {}, 'celery');
+    await reportInventory(svc, projectId, { 'shared@w': 2 }, {}, 'rq');
+    expect((await refused('/restart-worker', { worker_name: 'shared@w' }, 'ambiguous_worker')).details).toMatchObject({ engines: expect.arrayContaining(['celery', 'rq']) });
+    const chosen = await operator.call('POST', `${base}/restart-worker`, { body: { worker_name: 'shared@w', engine: 'celery' } });
+    expect([chosen.status, chosen.body.target_id]).toEqual([202, 'shared@w']);
+    expect(await countRows(svc.ctx.db, 'commands')).toBe(before + 3);
   });
 
   test('a long-poll agent (no inventory) is admitted when named, and is the fallback for dead-letter listing', async () => {
