@@ -116,30 +116,45 @@ function keyAfter(ex: Executor, columns: string[], tie: string, after: { key: Ke
  * the page is the same). PostgreSQL's planner would walk the index for a small project too,
  * misled by the LIMIT. */
 const OWN_ROWS_FOR_MS = 10_000;
-const ownRowsChoices = new Map<string, { own: boolean; at: number }>();
+const projectSizes = new Map<string, ProjectSize & { at: number }>();
 
-/** Forgets the choices sortsOwnRows remembers (tests that grow a project between pages). */
-export const forgetSortChoices = (): void => ownRowsChoices.clear();
-
-async function sortsOwnRows(ex: Executor, projectId: string, limit: number): Promise<boolean> {
-  const key = `${ex.dialect}:${projectId}`;
-  const known = ownRowsChoices.get(key);
-  if (known && Date.now() - known.at < OWN_ROWS_FOR_MS) return known.own;
-  const own = await countsAsSmall(ex, projectId, limit);
-  if (ownRowsChoices.size > 10_000) ownRowsChoices.clear();
-  ownRowsChoices.set(key, { own, at: Date.now() });
-  return own;
+/** What the count found: whether the project is small, and on SQLite the lowest rowid of a small
+ * one's tasks (all its entries were read; null otherwise). Remembered, that rowid stays a lower bound
+ * of the project's: a task stored later has a higher one. */
+interface ProjectSize {
+  small: boolean;
+  firstRowid: number | null;
 }
 
-async function countsAsSmall(ex: Executor, projectId: string, limit: number): Promise<boolean> {
+/** Forgets the sizes sortsOwnRows and searchScope remember (tests that grow a project between pages). */
+export const forgetSortChoices = (): void => projectSizes.clear();
+
+async function sizeOf(ex: Executor, projectId: string, limit: number): Promise<ProjectSize> {
+  const key = `${ex.dialect}:${projectId}`;
+  const known = projectSizes.get(key);
+  if (known && Date.now() - known.at < OWN_ROWS_FOR_MS) return known;
+  const size = await countSize(ex, projectId, limit);
+  if (projectSizes.size > 10_000) projectSizes.clear();
+  projectSizes.set(key, { ...size, at: Date.now() });
+  return size;
+}
+
+const sortsOwnRows = async (ex: Executor, projectId: string, limit: number): Promise<boolean> => (await sizeOf(ex, projectId, limit)).small;
+
+async function countSize(ex: Executor, projectId: string, limit: number): Promise<ProjectSize> {
   const [all] =
     ex.dialect === 'sqlite'
       ? await ex.all<{ n: number | null }>(sql`SELECT max(rowid) AS n FROM tasks`)
       : await ex.all<{ n: number | null }>(sql`SELECT reltuples AS n FROM pg_class WHERE oid = 'tasks'::regclass`);
   const bound = Math.floor(Math.sqrt(Math.max(limit, 51) * Math.max(0, Number(all?.n ?? 0))));
-  const index = ex.dialect === 'sqlite' ? sql.raw('INDEXED BY tasks_project_created') : sql``;
-  const [r] = await ex.all<{ n: number }>(sql`SELECT count(*) AS n FROM (SELECT 1 FROM tasks ${index} WHERE project_id = ${projectId} LIMIT ${bound + 1}) AS p`);
-  return Number(r!.n) <= bound;
+  const [r] =
+    ex.dialect === 'sqlite'
+      ? await ex.all<{ n: number; first: number | null }>(
+          sql`SELECT count(*) AS n, min(r) AS first FROM (SELECT rowid AS r FROM tasks INDEXED BY tasks_project_created WHERE project_id = ${projectId} LIMIT ${bound + 1}) AS p`,
+        )
+      : await ex.all<{ n: number; first: null }>(sql`SELECT count(*) AS n, NULL AS first FROM (SELECT 1 FROM tasks WHERE project_id = ${projectId} LIMIT ${bound + 1}) AS p`);
+  const small = Number(r!.n) <= bound;
+  return { small, firstRowid: small && r!.first !== null ? Number(r!.first) : null };
 }
 
 /** How a page is read (SQLite: by rowids, or through a named index) and whether the rows found are
@@ -192,30 +207,79 @@ async function pageOf(ex: Executor, q: KeysetQuery, access: Access, conds: SQL[]
 /** PostgreSQL: the condition of a search (`tsquery` from search.ts tsQuery). */
 export const pgSearchCondition = (tsquery: string): SQL => sql`search_vector @@ to_tsquery('simple', ${tsquery})`;
 
-/** SQLite: the rowids of tasks (of any project) matching an FTS5 expression (from search.ts
- * fts5Query) in rowid order (the order tasks were first stored), after `afterRowid`, read on
- * demand: one statement, so FTS5 merges a prefix term's doclists once per walk, not per batch.
- * A task's entries are 2r and 2r+1 (src/tasks/store.ts indexForSearch), adjacent in this order, so
- * one that matches in both is taken once. A statement of its own (never a cached one another
- * request could reset); close() when done. */
-export function ftsWalk(ex: Executor, match: string, order: Order, afterRowid: number | null): { take(n: number): number[]; close(): void } {
-  const after = afterRowid === null ? '' : order === 'desc' ? ' AND rowid < ?' : ' AND rowid > ?';
-  const statement = sqliteClient(ex).prepare<{ task: number }, (string | number)[]>(
-    `SELECT rowid >> 1 AS task FROM tasks_fts WHERE tasks_fts MATCH ?${after} ORDER BY rowid ${order === 'desc' ? 'DESC' : 'ASC'}`,
+/** SQLite: a walk of the full-text index (ftsWalk). */
+export interface FtsWalk {
+  /** The next `n` tasks at most: fewer at the end of the index or, with `budget`, once the walk has
+   * read that many matching tasks in all (other projects' included). */
+  take(n: number, budget?: number): number[];
+  /** Whether the index holds no further match. */
+  readonly ended: boolean;
+  close(): void;
+}
+
+/** SQLite: which tasks a walk of the full-text index takes (ftsWalk): a project's, and on a small
+ * project none stored before its first task. */
+export interface SearchScope {
+  projectId: string;
+  firstRowid: number | null;
+}
+
+/** SQLite: the scope of a walk that must see the project's tasks only; null when no other project
+ * has any (two index seeks), so the walk reads no task rows. */
+export async function searchScope(ex: Executor, projectId: string): Promise<SearchScope | null> {
+  const [r] = await ex.all<{ other: number }>(
+    sql`SELECT EXISTS (SELECT 1 FROM tasks INDEXED BY tasks_project_created WHERE project_id < ${projectId})
+      OR EXISTS (SELECT 1 FROM tasks INDEXED BY tasks_project_created WHERE project_id > ${projectId}) AS other`,
   );
-  const bound = afterRowid === null ? [match] : [match, order === 'desc' ? 2 * afterRowid : 2 * afterRowid + 1];
-  const rows = statement.iterate(...bound);
-  let done = false;
+  return Number(r!.other) ? { projectId, firstRowid: (await sizeOf(ex, projectId, 51)).firstRowid } : null;
+}
+
+/** SQLite: the rowids of tasks matching an FTS5 expression (from search.ts fts5Query) in rowid
+ * order (the order tasks were first stored), after `afterRowid`, read on demand: one statement, so
+ * FTS5 merges a prefix term's doclists once per walk, not per batch. Tasks of any project, or with
+ * `scope` that project's only: each entry's task row is read by rowid, and other projects' tasks are
+ * skipped but count towards a budget; its `firstRowid`, when known, ends the walk below the project's
+ * first task. A task's entries are 2r and 2r+1 (src/tasks/store.ts indexForSearch), adjacent in this
+ * order, so one that matches in both is taken once. A statement of its own (never a cached one
+ * another request could reset); close() when done. */
+export function ftsWalk(ex: Executor, match: string, order: Order, afterRowid: number | null, scope: SearchScope | null = null): FtsWalk {
+  const conds = ['f.tasks_fts MATCH ?'];
+  const bound: (string | number)[] = [match];
+  if (afterRowid !== null) {
+    conds.push(order === 'desc' ? 'f.rowid < ?' : 'f.rowid > ?');
+    bound.push(order === 'desc' ? 2 * afterRowid : 2 * afterRowid + 1);
+  }
+  if (scope?.firstRowid != null) {
+    conds.push('f.rowid >= ?');
+    bound.push(2 * scope.firstRowid);
+  }
+  // CROSS JOIN keeps the index outermost: its rowid order is the walk's.
+  const from = scope ? 'tasks_fts AS f CROSS JOIN tasks AS t ON t.rowid = f.rowid >> 1' : 'tasks_fts AS f';
+  const statement = sqliteClient(ex).prepare<{ task: number; mine: number }, (string | number)[]>(
+    `SELECT f.rowid >> 1 AS task, ${scope ? 't.project_id = ?' : '1'} AS mine FROM ${from} WHERE ${conds.join(' AND ')} ORDER BY f.rowid ${order === 'desc' ? 'DESC' : 'ASC'}`,
+  );
+  const rows = statement.iterate(...(scope ? [scope.projectId, ...bound] : bound));
+  let ended = false;
   let last: number | null = null;
+  let read = 0;
   return {
-    take(n) {
+    take(n, budget = Infinity) {
       const out: number[] = [];
-      while (!done && out.length < n) {
+      while (!ended && out.length < n && read < budget) {
         const next = rows.next();
-        if (next.done) done = true;
-        else if (next.value.task !== last) out.push((last = next.value.task));
+        if (next.done) {
+          ended = true;
+          break;
+        }
+        if (next.value.task === last) continue;
+        last = next.value.task;
+        read++;
+        if (next.value.mine) out.push(last);
       }
       return out;
+    },
+    get ended() {
+      return ended;
     },
     close() {
       rows.return?.();
@@ -277,11 +341,17 @@ export async function treeRowsByTaskId(ex: Executor, projectId: string, engine: 
   return ex.all<TreeRow>(sql`SELECT ${TREE_SELECT} FROM tasks WHERE project_id = ${projectId} AND engine = ${engine} AND task_id IN (${list(taskIds.map(storedText))})`);
 }
 
-/** Children of the given tasks (by parent_task_id), first stored first, at most `limit`. */
-export async function treeChildren(ex: Executor, projectId: string, engine: string, parentIds: string[], limit: number): Promise<TreeRow[]> {
+/** Children of the given tasks (by parent_task_id, through tasks_project_parent): each parent's
+ * first `perParent` by row id (first stored first), at most `limit` in all, a rank at a time (every
+ * parent's first child, then every parent's second...) so that no parent's children crowd out
+ * another's; in that order. */
+export async function treeChildren(ex: Executor, projectId: string, engine: string, parentIds: string[], perParent: number, limit: number): Promise<TreeRow[]> {
   if (parentIds.length === 0) return [];
   return ex.all<TreeRow>(
-    sql`SELECT ${TREE_SELECT} FROM tasks WHERE project_id = ${projectId} AND engine = ${engine} AND parent_task_id IN (${list(parentIds.map(storedText))}) ORDER BY id LIMIT ${limit}`,
+    sql`SELECT ${TREE_SELECT} FROM (
+          SELECT ${TREE_SELECT}, ROW_NUMBER() OVER (PARTITION BY parent_task_id ORDER BY id) AS rank_
+          FROM tasks WHERE project_id = ${projectId} AND engine = ${engine} AND parent_task_id IN (${list(parentIds.map(storedText))})
+        ) AS ranked WHERE rank_ <= ${perParent} ORDER BY rank_, id LIMIT ${limit}`,
   );
 }
 

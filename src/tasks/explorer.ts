@@ -9,7 +9,9 @@
 // the filter, until the page is full; a page stops after reading
 // SEARCH_SCAN_BUDGET matches (bun:sqlite blocks the event loop), answering
 // fewer rows and a cursor that continues the walk. Sorted by another column,
-// SQLite search orders the SORTED_SEARCH_CAP most recent matches.
+// SQLite search orders the project's SORTED_SEARCH_CAP most recent matches
+// found among the SEARCH_SCAN_BUDGET most recent of all projects, and the
+// answer says when that left any out (search_truncated).
 import { sql, type SQL } from 'drizzle-orm';
 import type { Executor } from '../db/connect.ts';
 import { conflict, notFound, validationFailed } from '../http/errors.ts';
@@ -19,6 +21,7 @@ import {
   ftsWalk,
   keysetPage,
   pgSearchCondition,
+  searchScope,
   tasksAtRowids,
   tasksWithId,
   treeChildren,
@@ -36,7 +39,7 @@ import { taskOf } from './store.ts';
 
 /** Matches one SQLite search page reads at most before answering what it found. */
 export const SEARCH_SCAN_BUDGET = 20_000;
-/** SQLite, search sorted by a column other than first-seen time: the newest matches sorted. */
+/** SQLite, search sorted by a column other than first-seen time: the project's newest matches sorted. */
 export const SORTED_SEARCH_CAP = 5_000;
 /** Tasks whose id is `q` or starts with it, leading a search's first page. */
 const ID_MATCHES = 10;
@@ -69,6 +72,8 @@ interface RowsPage {
   next: Cursor | null;
   /** Tasks whose id is `q` or starts with it, leading the first page of a search. */
   exact: TaskRow[];
+  /** SQLite, a search sorted by another column than created_at: matches were left out of the sort. */
+  truncated?: boolean;
 }
 
 /** One page of the filter: `limit` rows at most. */
@@ -101,14 +106,19 @@ async function rowsPage(ex: Executor, projectId: string, q: TaskQuery, search: P
   }
   const match = fts5Query(search);
   if (sort !== 'created_at') {
-    const walk = ftsWalk(ex, match, 'desc', null);
+    // The project's newest matches (the walk skips other projects' tasks, within the budget, and ends
+    // at a small project's first task), one more than are sorted: to know whether any was left out.
+    const walk = ftsWalk(ex, match, 'desc', null, await searchScope(ex, projectId));
     let rowids: number[];
+    let truncated: boolean;
     try {
-      rowids = walk.take(SORTED_SEARCH_CAP);
+      rowids = walk.take(SORTED_SEARCH_CAP + 1, SEARCH_SCAN_BUDGET);
+      truncated = rowids.length > SORTED_SEARCH_CAP || !walk.ended;
     } finally {
       walk.close();
     }
-    return { ...keyed(await keysetPage(ex, { projectId, filter, sort, order, after: keyAfter(cursor), limit: limit + 1, extra: notExact, rowids })), exact: lead };
+    rowids = rowids.slice(0, SORTED_SEARCH_CAP);
+    return { ...keyed(await keysetPage(ex, { projectId, filter, sort, order, after: keyAfter(cursor), limit: limit + 1, extra: notExact, rowids })), exact: lead, truncated };
   }
   if (cursor?.kind === 'key') throw validationFailed([{ location: 'query', path: '/cursor', message: 'belongs to the list without q' }]);
   // Recency order: walk the index by rowid, a growing batch at a time, each batch's rows checked
@@ -145,7 +155,7 @@ export async function listTasks(ex: Executor, projectId: string, q: TaskQuery): 
     const task = toTaskPublic(row);
     return search ? { ...task, highlights: highlightsOf(task, search) } : task;
   };
-  return { items: [...page.exact, ...page.rows].map(item), next_cursor: page.next ? encodeCursor(page.next) : null };
+  return { items: [...page.exact, ...page.rows].map(item), next_cursor: page.next ? encodeCursor(page.next) : null, search_truncated: page.truncated ?? false };
 }
 
 /** Every task of the filter in the list's order, a page at a time, at most `max` (exports). */
@@ -177,11 +187,18 @@ export interface TreeLimits {
   nodes: number;
 }
 
+type TreeNode = TreeRow & { depth: number; detached: boolean };
+
 /** The tree a task belongs to: from its root (root_task_id, else the top of its parent links)
- * down its parent links, breadth first, within the limits; `truncated` when anything was left out. */
+ * down its parent links, breadth first, within the limits; `truncated` when the limits left anything
+ * out. The task asked for is always a node: when the walk did not reach it, its stored parents are
+ * followed up to the tree (the limits cut it) or to a link svc never stored (lost events, retention),
+ * and then that detached subtree hangs under the root. Other detached subtrees of the root stay
+ * unseen: svc keeps no index by root_task_id. */
 export async function taskTree(ex: Executor, projectId: string, engine: string, taskId: string, limits: TreeLimits): Promise<TaskTree> {
   const task = await taskOf(ex, projectId, engine, taskId);
   if (!task) throw notFound('task');
+  const stored = async (id: string): Promise<TreeRow | undefined> => (await treeRowsByTaskId(ex, projectId, engine, [id]))[0];
   let truncated = false;
   // The root: the task's root id when reported, else its parents up to the top (each step bounded).
   let rootId = task.root_task_id ?? task.task_id;
@@ -195,40 +212,85 @@ export async function taskTree(ex: Executor, projectId: string, engine: string, 
       }
       seen.add(at.parent_task_id);
       rootId = at.parent_task_id;
-      const parent: TreeRow | undefined = (await treeRowsByTaskId(ex, projectId, engine, [at.parent_task_id]))[0];
+      const parent = await stored(at.parent_task_id);
       if (!parent) break;
       at = parent;
     }
   }
-  const [rootRow] = await treeRowsByTaskId(ex, projectId, engine, [rootId]);
-  const nodes: (TreeRow & { depth: number })[] = [];
-  const inTree = new Set<string>([rootId]);
-  if (rootRow) nodes.push({ ...rootRow, depth: 0 });
-  let level = [rootId];
-  for (let depth = 1; level.length > 0; depth++) {
-    const room = limits.nodes - nodes.length;
-    // One more than fits: to know whether any was left out.
-    const children = (await treeChildren(ex, projectId, engine, level, Math.min(room, level.length * limits.width) + 1)).filter((c) => !inTree.has(c.task_id));
-    if (children.length === 0) break;
-    if (depth > limits.depth || room <= 0) {
-      truncated = true;
-      break;
-    }
-    const perParent = new Map<string, number>();
-    const next: string[] = [];
-    for (const child of children) {
-      const n = perParent.get(child.parent_task_id!) ?? 0;
-      if (n >= limits.width || nodes.length >= limits.nodes) {
+  const nodes: TreeNode[] = [];
+  const inTree = new Map<string, TreeNode>();
+  const add = (row: TreeRow, depth: number, detached: boolean) => {
+    const node = { ...row, depth, detached };
+    nodes.push(node);
+    inTree.set(row.task_id, node);
+  };
+  /** Breadth first down the parent links from `level`, whose children are at `depth`. */
+  const down = async (level: string[], depth: number, detached: boolean) => {
+    for (; level.length > 0; depth++) {
+      const room = limits.nodes - nodes.length;
+      // One more than fits, per parent and in all: to know whether any was left out.
+      const children = (await treeChildren(ex, projectId, engine, level, limits.width + 1, Math.max(room, 0) + 1)).filter((c) => !inTree.has(c.task_id));
+      if (children.length === 0) return;
+      if (depth > limits.depth || room <= 0) {
         truncated = true;
-        continue;
+        return;
       }
-      perParent.set(child.parent_task_id!, n + 1);
-      inTree.add(child.task_id);
-      nodes.push({ ...child, depth });
-      next.push(child.task_id);
+      // Taken a rank at a time (as they come), listed first stored first.
+      const perParent = new Map<string, number>();
+      const taken: TreeRow[] = [];
+      for (const child of children) {
+        const n = perParent.get(child.parent_task_id!) ?? 0;
+        perParent.set(child.parent_task_id!, n + 1);
+        if (n >= limits.width || taken.length >= room) truncated = true;
+        else taken.push(child);
+      }
+      taken.sort((a, b) => (a.id < b.id ? -1 : 1));
+      for (const child of taken) add(child, depth, detached);
+      level = taken.map((c) => c.task_id);
     }
-    if (children.length > Math.min(room, level.length * limits.width)) truncated = true;
-    level = next;
+  };
+  const rootRow = await stored(rootId);
+  if (rootRow) add(rootRow, 0, false);
+  await down([rootId], 1, false);
+
+  if (!inTree.has(task.task_id)) {
+    // The walk did not reach the task: its stored parents up to a node of the tree, or to the top of
+    // what is stored (a parent never stored, a loop, or more levels than max_depth: detached).
+    const chain: TreeRow[] = [task];
+    const seen = new Set([task.task_id]);
+    // Linked to the tree: a node, or the root when svc never stored it.
+    const linked = (id: string | null) => id !== null && (id === rootId || inTree.has(id));
+    let top: TreeRow = task;
+    let missing: string | null = null;
+    while (top.parent_task_id !== null && !linked(top.parent_task_id)) {
+      if (seen.has(top.parent_task_id) || chain.length > limits.depth) {
+        truncated = true;
+        break;
+      }
+      const parent = await stored(top.parent_task_id);
+      if (!parent) {
+        missing = top.parent_task_id;
+        break;
+      }
+      seen.add(parent.task_id);
+      chain.push(parent);
+      top = parent;
+    }
+    const detached = !linked(top.parent_task_id);
+    // A detached subtree: the stored children of the missing parent (the top and its siblings), or the
+    // top alone, and their tasks below, within what the limits leave.
+    if (missing !== null) await down([missing], 1, true);
+    else if (detached && nodes.length < limits.nodes) {
+      add(top, 1, true);
+      await down([top.task_id], 2, true);
+    }
+    // Whatever the limits left out of the chain still leads to the task.
+    for (let i = chain.length - 1; i >= 0; i--) {
+      const row = chain[i]!;
+      if (inTree.has(row.task_id)) continue;
+      const parent = row.parent_task_id === null ? undefined : inTree.get(row.parent_task_id);
+      add(row, parent ? parent.depth + 1 : 1, parent ? parent.detached : detached);
+    }
   }
   return {
     engine,
@@ -243,6 +305,7 @@ export async function taskTree(ex: Executor, projectId: string, engine: string, 
       parent_task_id: n.parent_task_id,
       root_task_id: n.root_task_id,
       depth: n.depth,
+      detached: n.detached,
       worker_name: n.worker_name,
       received_at: n.received_at,
       started_at: n.started_at,

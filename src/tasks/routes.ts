@@ -132,7 +132,7 @@ export const taskRoutes = (ctx: AppContext) => {
     )
     .get('/tasks/:engine/:task_id/tree', ({ request, params, query }) => taskTree(ctx.db, grantOf(request).project.id, params.engine, params.task_id, { depth: query.max_depth ?? 20, width: query.max_width ?? 100, nodes: query.max_nodes ?? 1000 }), {
       ...guarded(ctx, {
-        summary: "The tree of the task's chain, group or chord: from its root down the parent links, breadth first, within the limits (truncated says whether any task was left out)",
+        summary: "The tree of the task's chain, group or chord: from its root down the parent links, breadth first, within the limits (truncated says whether any task was left out); the task asked for is always a node, detached under the root when a parent svc does not hold cuts it off",
         access: READ,
         params: TaskPath,
         query: Type.Object({

@@ -55,7 +55,17 @@ export const TaskListItem = Type.Composite([TaskPublic, Type.Object({ highlights
 });
 export type TaskListItem = Static<typeof TaskListItem>;
 
-export const TaskPage = Answer({ items: Type.Array(TaskListItem), next_cursor: Nullable(Type.String()) }, 'TaskPage');
+export const TaskPage = Answer(
+  {
+    items: Type.Array(TaskListItem),
+    next_cursor: Nullable(Type.String()),
+    search_truncated: Type.Boolean({
+      description:
+        'true when the search left matches out of the sort: on SQLite a search sorted by another column than created_at sorts the project\'s 5,000 most recent matches found among the 20,000 most recent of all projects; narrow q or sort by created_at for the rest. Always false otherwise',
+    }),
+  },
+  'TaskPage',
+);
 export type TaskPage = Static<typeof TaskPage>;
 export type TaskListPage = TaskPage;
 
@@ -74,6 +84,10 @@ export const TaskTreeNode = Answer(
     parent_task_id: Nullable(Type.String()),
     root_task_id: Nullable(Type.String()),
     depth: Type.Integer({ minimum: 0, description: '0 for the root; children of a parent svc never stored count from the root' }),
+    detached: Type.Boolean({
+      description:
+        'true when its parent links do not lead to the root as stored (a parent svc never stored or no longer keeps, a loop, or more levels than max_depth above the task asked for): the subtree hangs under the root, its top at depth 1',
+    }),
     worker_name: Nullable(Type.String()),
     received_at: Nullable(Timestamp),
     started_at: Nullable(Timestamp),
@@ -90,7 +104,9 @@ export const TaskTree = Answer(
     node_count: Type.Integer({ minimum: 0 }),
     truncated: Type.Boolean({ description: 'true when the limits left tasks of the tree out' }),
     limits: Answer({ max_depth: Type.Integer(), max_width: Type.Integer(), max_nodes: Type.Integer() }),
-    nodes: Type.Array(TaskTreeNode, { description: 'breadth first from the root' }),
+    nodes: Type.Array(TaskTreeNode, {
+      description: 'breadth first from the root, then a detached subtree that holds the task asked for; the task asked for is always among them (with its parents up to the tree when the limits cut it)',
+    }),
   },
   'TaskTree',
 );

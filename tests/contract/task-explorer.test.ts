@@ -366,6 +366,77 @@ describe(`the task tree on ${testDialect()}`, () => {
   });
 });
 
+describe(`the task tree with missing links and wide levels on ${testDialect()}`, () => {
+  const shape = (tree: any) => tree.nodes.map((n: any) => [n.task_id, n.depth, n.detached]);
+
+  test('a task whose parent svc never stored is in its own tree, with its siblings and children, detached under the root', async () => {
+    // lost-root <- (lost-mid: never stored) <- lost-x, lost-y; lost-x <- lost-x1.
+    await ingest([ev('task.succeeded', 'lost-root', { task_name: 'canvas.step' })]);
+    await ingest([
+      ev('task.succeeded', 'lost-x', { task_name: 'canvas.step', parent_task_id: 'lost-mid', root_task_id: 'lost-root' }),
+      ev('task.succeeded', 'lost-y', { task_name: 'canvas.step', parent_task_id: 'lost-mid', root_task_id: 'lost-root' }),
+    ]);
+    await ingest([ev('task.succeeded', 'lost-x1', { task_name: 'canvas.step', parent_task_id: 'lost-x', root_task_id: 'lost-root' })]);
+    for (const from of ['lost-x', 'lost-x1']) {
+      const tree = await get(`/tasks/celery/${from}/tree`);
+      expect(tree).toMatchObject({ root_task_id: 'lost-root', node_count: 4, truncated: false });
+      expect(shape(tree)).toEqual([
+        ['lost-root', 0, false],
+        ['lost-x', 1, true],
+        ['lost-y', 1, true],
+        ['lost-x1', 2, true],
+      ]);
+      expect(tree.nodes[1].parent_task_id).toBe('lost-mid');
+    }
+    // Within the limits: the task asked for, with what leads to it, even when max_nodes is spent.
+    const small = await get('/tasks/celery/lost-x1/tree?max_nodes=1');
+    expect([small.truncated, shape(small)]).toEqual([true, [['lost-root', 0, false], ['lost-x', 1, true], ['lost-x1', 2, true]]]);
+  });
+
+  test('a task the limits cut from its tree is still in it, with its parents up to the tree', async () => {
+    // tree-c reports its root: the tree stops at depth 2 (tree-b), and tree-c hangs under tree-b.
+    const deep = await get('/tasks/celery/tree-c/tree?max_depth=2');
+    expect(deep).toMatchObject({ root_task_id: 'tree-root', truncated: true });
+    expect(shape(deep).slice(-2)).toEqual([
+      ['tree-b', 2, false],
+      ['tree-c', 3, false],
+    ]);
+    expect(deep.nodes.map((n: any) => n.task_id)).toEqual(['tree-root', 'tree-a', 'tree-g1', 'tree-g2', 'tree-g3', 'tree-g4', 'tree-b', 'tree-c']);
+    const narrow = await get('/tasks/celery/tree-g4/tree?max_width=2');
+    expect(narrow.truncated).toBe(true);
+    expect(narrow.nodes.map((n: any) => n.task_id)).toEqual(['tree-root', 'tree-a', 'tree-g1', 'tree-b', 'tree-c', 'tree-d', 'tree-g4']);
+    // Under a root svc never stored: linked to it all the same, not detached.
+    await ingest(['ghost-a', 'ghost-b'].map((id) => ev('task.succeeded', id, { task_name: 'canvas.member', parent_task_id: 'ghost-root', root_task_id: 'ghost-root' })));
+    const ghost = await get('/tasks/celery/ghost-b/tree?max_width=1');
+    expect([ghost.root_task_id, ghost.truncated, shape(ghost)]).toEqual(['ghost-root', true, [['ghost-a', 1, false], ['ghost-b', 1, false]]]);
+  });
+
+  test('max_width is per parent: a parent with many children leaves room for its siblings\' children', async () => {
+    // wide-r -> wide-a (10 children), wide-b (2 children).
+    await ingest([ev('task.succeeded', 'wide-r', { task_name: 'canvas.step' })]);
+    await ingest(['wide-a', 'wide-b'].map((id) => ev('task.succeeded', id, { task_name: 'canvas.step', parent_task_id: 'wide-r', root_task_id: 'wide-r' })));
+    for (let i = 0; i < 10; i++) await ingest([ev('task.succeeded', `wide-a${i}`, { task_name: 'canvas.member', parent_task_id: 'wide-a', root_task_id: 'wide-r' })]);
+    for (let i = 0; i < 2; i++) await ingest([ev('task.succeeded', `wide-b${i}`, { task_name: 'canvas.member', parent_task_id: 'wide-b', root_task_id: 'wide-r' })]);
+    const tree = await get('/tasks/celery/wide-r/tree?max_width=3');
+    expect(tree).toMatchObject({ truncated: true, node_count: 8 });
+    expect(tree.nodes.map((n: any) => [n.task_id, n.depth])).toEqual([
+      ['wide-r', 0],
+      ['wide-a', 1],
+      ['wide-b', 1],
+      ['wide-a0', 2],
+      ['wide-a1', 2],
+      ['wide-a2', 2],
+      ['wide-b0', 2],
+      ['wide-b1', 2],
+    ]);
+    // Wide enough: all of it, nothing said to be missing.
+    expect(await get('/tasks/celery/wide-r/tree?max_width=10')).toMatchObject({ truncated: false, node_count: 15 });
+    // max_nodes cuts a level a rank at a time: each parent's first child before any parent's second.
+    const few = await get('/tasks/celery/wide-r/tree?max_nodes=5');
+    expect([few.truncated, few.nodes.map((n: any) => n.task_id)]).toEqual([true, ['wide-r', 'wide-a', 'wide-b', 'wide-a0', 'wide-b0']]);
+  });
+});
+
 describe(`a task's raw events on ${testDialect()}`, () => {
   test('oldest or newest first, keyset-paged, payloads as reported', async () => {
     const asc = await get('/tasks/celery/invoice-1001/events');
@@ -505,5 +576,31 @@ describe(`a task reported again and again on ${testDialect()}`, () => {
     expect(await words('walruserror')).toEqual([]);
     expect(await words('tusk')).toEqual([]);
     expect(await words('sync_contact')).toEqual(['lifecycle-2', 'lifecycle-1']);
+  });
+});
+
+describe(`a search sorted by a column, in a project among larger ones, on ${testDialect()}`, () => {
+  test('finds the project\'s matches however many newer ones other projects hold, and says when the sort left matches out', async () => {
+    const big = await insertProject(svc.ctx.db, 'search-scope-big');
+    const bigAgent = (await mintAgent(svc.ctx, big.id, 'big-agent', TEST_ACTOR)).agent.id;
+    const run = (id: string, runtime: number) => [ev('task.received', id, { task_name: 'scope.job', args: ['quagga'] }), ev('task.succeeded', id, { task_name: 'scope.job', runtime_ms: runtime })];
+    for (let i = 0; i < 3; i++) await ingest(run(`scope-${i}`, 10 * i));
+    // 5,100 newer matches in another project: more than SQLite sorts (5,000).
+    for (let b = 0; b < 51; b++) await ingest(Array.from({ length: 100 }, (_, i) => run(`scope-big-${b}-${i}`, i)).flat(), big.id, bigAgent);
+    for (const sort of ['runtime_ms', 'finished_at', 'name', 'created_at']) {
+      const page = await get(`/tasks?q=quagga&sort=${sort}&limit=10`);
+      expect([sort, ids(page).sort(), page.next_cursor]).toEqual([sort, ['scope-0', 'scope-1', 'scope-2'], null]);
+      expect(page.search_truncated).toBe(false);
+    }
+    expect(ids(await get('/tasks?q=quagga&sort=runtime_ms&order=asc'))).toEqual(['scope-0', 'scope-1', 'scope-2']);
+    // In the large project the sort holds its 5,000 newest matches on SQLite, and the answer says so;
+    // PostgreSQL sorts them all.
+    const sorted = await listTasks(svc.ctx.db, big.id, { q: 'quagga', sort: 'runtime_ms', limit: 5 });
+    expect([sorted.items.length, sorted.search_truncated]).toEqual([5, testDialect() === 'sqlite']);
+    expect((await listTasks(svc.ctx.db, big.id, { q: 'quagga', limit: 5 })).search_truncated).toBe(false);
+    // The answer's field is in the OpenAPI document.
+    const doc = (await viewer.call('GET', '/api/v1/openapi.json')).body;
+    expect(doc.components.schemas.TaskPage.required).toContain('search_truncated');
+    expect(doc.components.schemas.TaskTreeNode.required).toContain('detached');
   });
 });
