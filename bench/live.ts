@@ -1,6 +1,6 @@
 // Live update latency: from an agent's upload of a task event to an open dashboard tab holding the notice
 // that names it, with many tabs open.
-//   bun bench/live.ts [--pg] [--workers N] [tabs=100] [uploads=200]
+//   bun bench/live.ts [--pg] [--workers N] [--stored=N] [tabs=100] [uploads=200]
 // The compiled dist/svc serves (one process, or N with --workers on SQLite); this process plays the tabs
 // (WebSockets to /api/v1/live with the administrator's session cookie, each subscribed to the project's task
 // notices) and one long-poll agent. Two phases:
@@ -9,15 +9,22 @@
 //   sustained  uploads back to back, 50 events each: coalescing merges what arrives within 100 ms
 // For each upload and each tab, the time from sending the upload to the tab holding a notice with its task id.
 // --pg needs SVC_TEST_PG_URL (an admin URL; a fresh database is created).
+// --stored=N: the project holds N tasks before the clock (bench/lib/seed-tasks.ts; PostgreSQL analysed after),
+// so ingest writes into a table and indexes of that size.
 import { LiveTab, type LiveMessage } from '../tests/helpers/live-tab.ts';
 import { STRONG_PASSWORD } from '../tests/helpers/identity.ts';
 import { taskEvent, TestAgent } from '../tests/helpers/test-agent.ts';
+import { sql } from 'drizzle-orm';
+import { loadConfig } from '../src/config/load.ts';
+import { openConfiguredDatabase } from '../src/server/compose.ts';
+import { seedTasks } from './lib/seed-tasks.ts';
 import { dialectName, freshBench, percentile, procStats, seedAgents, startServer } from './lib/setup.ts';
 
 const args = process.argv.slice(2);
 const workersAt = args.indexOf('--workers');
 const workers = workersAt >= 0 ? Number(args[workersAt + 1]) : 1;
 const positional = args.filter((a, i) => !a.startsWith('--') && i !== workersAt + 1);
+const stored = Number(args.find((a) => a.startsWith('--stored='))?.split('=')[1] ?? 0);
 const tabCount = Number(positional[0] ?? 100);
 const uploads = Number(positional[1] ?? 200);
 const ADMIN = { email: 'bench@example.com', password: STRONG_PASSWORD };
@@ -33,7 +40,17 @@ const bench = await freshBench({
   // Uploads come from this one address: more than the 600 a minute one address may make.
   SVC_TRUSTED_PROXIES: '127.0.0.1',
 });
-const { agents } = await seedAgents(bench.env, 1);
+const { agents, projectId } = await seedAgents(bench.env, 1);
+let seedSeconds = 0;
+if (stored > 0) {
+  const t0 = performance.now();
+  const db = openConfiguredDatabase(loadConfig({ env: bench.env }));
+  // First seen over the time before now, one task every 600 ms, as tasks-scale seeds them.
+  await seedTasks(db, projectId, stored, Date.now() - stored * 600 - 60_000);
+  if (db.dialect === 'postgres') await db.run(sql`ANALYZE tasks`);
+  await db.close();
+  seedSeconds = (performance.now() - t0) / 1000;
+}
 const svc = await startServer(bench.env, workers);
 let requests = 0;
 const fromAddress = () => ({ 'x-forwarded-for': `10.78.${(++requests >> 8) & 255}.${requests & 255}` });
@@ -143,6 +160,8 @@ try {
       {
         database: dialectName,
         workers,
+        stored_tasks: stored,
+        seed_seconds: Number(seedSeconds.toFixed(1)),
         tabs: tabCount,
         tabs_per_worker: Object.fromEntries(perWorker),
         spaced: { ...row('spaced', latencies[0]!, spaced * tabCount), upload_round_trip: row('uploads', roundTrips[0]!, spaced) },
