@@ -259,6 +259,8 @@ test('search highlights the matches in arguments and exceptions, as text', async
   await expect(echo.getByTestId('search-match')).toContainText('<img src=x onerror=alert(1)>');
   await expect(tasks.locator('img')).toHaveCount(0); // the text was never parsed as markup
   await expect(tasks.getByRole('row', { name: /app\.reports\.build/ }).locator('mark')).toHaveText('zebracorn');
+  // A search has no whole-filter retry: the bar says so instead of dropping the button without a word.
+  await expect(page.getByTestId('bulk-unmatchable')).toContainText('select its rows');
   await screenshot(page, 'tasks-search');
 
   await filters.getByLabel('Search tasks').fill('ConnectionError');

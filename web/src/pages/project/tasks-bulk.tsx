@@ -41,6 +41,8 @@ export function BulkActions(props: {
 }) {
   const { project, selected } = props;
   const matching = listFilter(props.query);
+  // A search or a priority filter has no bulk-job form: said, where the button would be.
+  const unmatchable = !matching && Boolean(props.query.q || props.query.priority);
   const [pending, setPending] = useState<Pending | null>(null);
   const [key, setKey] = useState('');
   const [jobs, setJobs] = useState<BulkJob[]>([]);
@@ -67,7 +69,7 @@ export function BulkActions(props: {
   const count = pending && pending.kind !== 'retry-all' ? plural(pending.rows.length, 'task') : '';
   return (
     <>
-      {(selected.length > 0 || matching) && (
+      {(selected.length > 0 || matching || unmatchable) && (
         <div class="bulk-bar" role="region" aria-label="Bulk actions">
           {selected.length > 0 ? (
             <>
@@ -85,13 +87,17 @@ export function BulkActions(props: {
               </button>
               {tooMany && <span class="small text-bad">{`At most ${thousands(MAX_SELECTED)} at a time.`}</span>}
             </>
-          ) : (
+          ) : matching ? (
             <>
               <span class="muted small">Select rows for bulk actions, or</span>
-              <button type="button" class="secondary small" onClick={() => open({ kind: 'retry-all', filter: matching! })}>
+              <button type="button" class="secondary small" onClick={() => open({ kind: 'retry-all', filter: matching })}>
                 Retry every task matching the filters…
               </button>
             </>
+          ) : (
+            <span class="muted small" data-testid="bulk-unmatchable">
+              Select rows for bulk actions. A search or a priority filter cannot be retried as a whole: select its rows, or filter by state, name, queue, worker or time.
+            </span>
           )}
         </div>
       )}
@@ -131,7 +137,7 @@ export function BulkActions(props: {
               progress shows on this page and on the Bulk jobs page, and it goes on if you leave.
             </p>
             {pending?.kind === 'retry-all' && (
-              <p>The tasks are those the filters match when the job starts (at most 10,000, oldest first); later ones do not join.</p>
+              <p>The tasks are those the filters match when the job starts (as many as one job takes, 10,000 unless the service is set otherwise; oldest first); later ones do not join.</p>
             )}
           </>
         )}
