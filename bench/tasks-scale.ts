@@ -189,7 +189,7 @@ for (const [kind, table, project] of [['search', searches, projectId], ['list', 
 // tasks: at most WORKER_COUNT_SCAN of the newest).
 for (const hours of [1, 24]) {
   const since = () => new Date(Date.now() - hours * 3_600_000).toISOString().replace('Z', '000+00:00');
-  const ms = await timed(db, projectId, () => ({}), () => workerStateCounts(db, projectId, 'celery@worker-3', since(), WORKER_COUNT_SCAN).then((c) => c.scanned + 1));
+  const ms = await timed(db, projectId, () => ({}), () => workerStateCounts(db, projectId, { name: 'celery@worker-3', engine: 'celery' }, since(), WORKER_COUNT_SCAN).then((c) => c.scanned + 1));
   results.other![`worker detail, ${hours} h window`] = summary(ms);
   process.stderr.write(`other worker detail ${hours} h: ${JSON.stringify(results.other![`worker detail, ${hours} h window`])}\n`);
 }

@@ -380,11 +380,18 @@ export async function eventsPage(ex: Executor, taskRowId: string, order: Order, 
 
 /** Counts by state of the tasks a worker ran that svc first heard of since `since`, reading at most
  * `scanLimit` of the project's newest tasks (with how many it read: all of the window when fewer). */
-export async function workerStateCounts(ex: Executor, projectId: string, worker: string, since: string, scanLimit: number): Promise<{ counts: Record<string, number>; scanned: number }> {
+export async function workerStateCounts(
+  ex: Executor,
+  projectId: string,
+  worker: { name: string; engine: string },
+  since: string,
+  scanLimit: number,
+): Promise<{ counts: Record<string, number>; scanned: number }> {
   const index = ex.dialect === 'sqlite' ? sql.raw('INDEXED BY tasks_project_created') : sql``;
+  // The worker's engine too: workers of two engines may share a name, and each has its own tasks.
   const rows = await ex.all<{ state: string; mine: number | boolean | null; n: number }>(
-    sql`SELECT state, worker_name = ${storedText(worker)} AS mine, count(*) AS n FROM (
-          SELECT state, worker_name FROM tasks ${index} WHERE project_id = ${projectId} AND created_at >= ${since} ORDER BY created_at DESC, id DESC LIMIT ${scanLimit}
+    sql`SELECT state, (worker_name = ${storedText(worker.name)} AND engine = ${storedText(worker.engine)}) AS mine, count(*) AS n FROM (
+          SELECT state, worker_name, engine FROM tasks ${index} WHERE project_id = ${projectId} AND created_at >= ${since} ORDER BY created_at DESC, id DESC LIMIT ${scanLimit}
         ) AS recent GROUP BY state, mine`,
   );
   const counts: Record<string, number> = {};

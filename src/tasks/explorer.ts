@@ -363,7 +363,7 @@ export async function workerDetail(ex: Executor, projectId: string, ref: string,
   const worker = await findWorker(ex, projectId, ref, q.engine);
   const windowSeconds = q.window_seconds ?? 3600;
   const since = new Date(now - windowSeconds * 1000).toISOString().replace('Z', '000+00:00');
-  const { counts, scanned } = await workerStateCounts(ex, projectId, worker.name, since, WORKER_COUNT_SCAN);
+  const { counts, scanned } = await workerStateCounts(ex, projectId, worker, since, WORKER_COUNT_SCAN);
   const queues = (await listQueues(ex, projectId)).filter((x) => x.engine === worker.engine && worker.queues.includes(x.name));
   return {
     ...worker,

@@ -480,7 +480,10 @@ describe(`worker detail on ${testDialect()}`, () => {
     await ingest([{ ...ev('worker.online', '', { hostname: 'w1@host' }), engine: 'rq', task_id: '' }]);
     const ambiguous = await viewer.call('GET', `${P}/workers/${q('w1@host')}`);
     expect([ambiguous.status, ambiguous.body.error]).toEqual([409, 'ambiguous_worker']);
-    expect((await get(`/workers/${q('w1@host')}?engine=rq`)).engine).toBe('rq');
+    const rq = await get(`/workers/${q('w1@host')}?engine=rq`);
+    expect(rq.engine).toBe('rq');
+    // Its tasks are the rq worker's (rq-job-1), not those of the celery worker of the same name.
+    expect(rq.task_counts).toMatchObject({ total: 1, by_state: { success: 1 } });
   });
 });
 
