@@ -666,3 +666,26 @@ test('the task pages in dark mode and on a narrow screen', async () => {
   await screenshot(page, 'tasks-search-narrow');
   await page.setViewportSize({ width: 1280, height: 720 });
 });
+
+test("a new project's task pages before anything ran: each says so and what to do, with no error", async () => {
+  const created = await page.request.post('/api/v1/projects', { data: { slug: 'quiet', name: 'Quiet' }, headers: await csrfHeaders(context) });
+  expect(created.status()).toBe(201);
+  const region = (name: string | RegExp) => page.getByRole('region', { name });
+  await page.goto('/projects/quiet');
+  await expect(region('Trends')).toContainText('Nothing finished in this window');
+  await expect(region('Failing tasks')).toContainText('No task is failing often');
+  await expect(region('Recent tasks')).toContainText('No tasks yet');
+  await expect(page.locator('.notice.error')).toHaveCount(0);
+  await screenshot(page, 'tasks-empty-overview');
+  const pages: [string, string, string][] = [
+    ['tasks', 'No tasks yet', 'tasks-empty-list'],
+    ['failures', 'No failures in the last 24 hours', 'tasks-empty-failures'],
+    ['bulk-jobs', 'No bulk jobs yet', 'tasks-empty-bulk-jobs'],
+  ];
+  for (const [path, says, shot] of pages) {
+    await page.goto(`/projects/quiet/${path}`);
+    await expect(page.getByText(says)).toBeVisible();
+    await expect(page.locator('.notice.error')).toHaveCount(0);
+    await screenshot(page, shot);
+  }
+});
