@@ -8,11 +8,14 @@ import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import postgres from 'postgres';
+import { timeOutCommands } from '../../src/commands/service.ts';
 import { liveOf } from '../../src/live/index.ts';
+import { offlineSweep } from '../../src/transport/jobs.ts';
 import { MAX_NOTICE_IDS } from '../../src/live/protocol.ts';
 import { SignalBus } from '../../src/signals/bus.ts';
 import { PostgresSignals } from '../../src/signals/postgres.ts';
 import { UnixSignals } from '../../src/signals/unix.ts';
+import { sql } from 'drizzle-orm';
 import { issueTestCommand, liveService, mintTestAgent, until, type LiveService } from '../helpers/agents.ts';
 import { testDialect } from '../helpers/app.ts';
 import { Browser, FAST_IDENTITY_ENV, mfaAdmin, userBrowser } from '../helpers/identity.ts';
@@ -145,6 +148,54 @@ describe(`live updates on ${testDialect()}`, () => {
     // A new agent: its audit row is an agent notice as well.
     const second = await mintTestAgent(svc, projectId, svc.baseUrl, 'live-agent-2');
     await adminTab.noticeOf('agent', second.agentId);
+  });
+
+  test('an agent the offline sweep marks offline, and back online at its next heartbeat: agent notices', async () => {
+    const tab = await open(admin);
+    await tab.subscribe('default', ['agent']);
+    const other = await mintTestAgent(svc, projectId, svc.baseUrl, 'live-sweep');
+    expect((await other.probe()).status).toBe(200);
+    // Liveness comes with a signed frame (a heartbeat).
+    expect((await other.upload([other.heartbeat()])).status).toBe(200);
+    const state = async () => (await svc.ctx.db.all<{ state: string }>(sql`SELECT state FROM agents WHERE id = ${other.agentId}`))[0]!.state;
+    await until(async () => (await state()) === 'online', 3000, 'online');
+    await tab.noticeOf('agent', other.agentId);
+    // The mint's and the first heartbeat's notices may share a coalescing window: let it pass.
+    await Bun.sleep(300);
+    // Silent past the offline timeout: the sweep (its leader's job) marks it offline.
+    await svc.ctx.db.tx((tx) => tx.run(sql`UPDATE agents SET last_seen_at = '2000-01-01T00:00:00.000000+00:00' WHERE id = ${other.agentId}`));
+    let from = tab.messages.length;
+    expect(await offlineSweep(svc.ctx)).toContain(other.agentId);
+    await tab.next((m) => m.type === 'agent' && m.ids.includes(other.agentId), 2000, from);
+    expect(await state()).toBe('offline');
+    // Liveness is written at most once a second per agent (a real agent is 30 s silent before the sweep).
+    await Bun.sleep(1100);
+    from = tab.messages.length;
+    expect((await other.upload([other.heartbeat()])).status).toBe(200);
+    await tab.next((m) => m.type === 'agent' && m.ids.includes(other.agentId), 2000, from);
+    expect(await state()).toBe('online');
+  });
+
+  test("a command the timeout sweep ends reaches the project's command subscribers (the sweep knows ids only)", async () => {
+    const tab = await open(member);
+    await tab.subscribe('default', ['command']);
+    const { id } = await issueTestCommand(svc.ctx, projectId, agent.agentId, { targetId: 'celery:live-timeout', payload: { engine: 'celery', task_id: 'live-timeout' } });
+    await tab.noticeOf('command', id);
+    await svc.ctx.db.tx((tx) => tx.run(sql`UPDATE commands SET timeout_at = '2000-01-01T00:00:00.000000+00:00' WHERE id = ${id}`));
+    const from = tab.messages.length;
+    // What the command-timeouts job does each tick (src/transport/jobs.ts).
+    const ended = await timeOutCommands(svc.ctx.db);
+    expect(ended).toContain(id);
+    svc.ctx.reactions.commandsChanged?.(null, ended);
+    expect(await tab.next((m) => m.type === 'command' && m.ids.includes(id), 2000, from)).toMatchObject({ project: 'default', project_id: projectId });
+  });
+
+  test('archiving a project drops its subscriptions (access_lost)', async () => {
+    expect((await admin.call('POST', '/api/v1/projects', { body: { slug: 'live-archive', name: 'Live archive' } })).status).toBe(201);
+    const tab = await open(admin);
+    expect(await tab.subscribe('live-archive')).toMatchObject({ type: 'subscribed' });
+    expect((await admin.call('DELETE', '/api/v1/projects/live-archive')).status).toBeLessThan(300);
+    expect(await tab.next((m) => m.type === 'unsubscribed', 3000)).toMatchObject({ project: 'live-archive', reason: 'access_lost' });
   });
 
   test('losing the membership drops the subscription (access_lost); deactivating the user closes the socket (4401)', async () => {
