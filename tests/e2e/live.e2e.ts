@@ -65,3 +65,20 @@ test('the task list shows a task uploaded meanwhile within a second, without a r
   expect(navigations).toBe(0);
   test.info().annotations.push({ type: 'shown after upload', description: `${shownAfter} ms` });
 });
+
+test('with the stream refused, the list says Polling and still shows a task uploaded meanwhile, by its poll', async ({ browser }) => {
+  const other = await browser.newContext({ baseURL: svc.url, storageState: await context.storageState() });
+  const tab = await other.newPage();
+  // Every attempt at the live stream is closed at once, as a proxy that drops WebSockets would.
+  await tab.routeWebSocket(/\/api\/v1\/live$/, (ws) => ws.close({ code: 1011, reason: 'blocked by the test' }));
+  await tab.goto('/projects/default/tasks');
+  const table = tab.getByRole('region', { name: 'Tasks', exact: true }).getByRole('table');
+  await expect(table.getByRole('row', { name: /app\.tasks\.first/ })).toBeVisible();
+  await expect(tab.getByTestId('live-state')).toHaveText('Polling');
+  const up = await agent.upload([agent.eventBatch([taskEvent({ task_id: 'polled-task', kind: 'task.received', data: { task_name: 'app.reports.polled' } })])]);
+  expect(up.body).toMatchObject({ accepted: 1 });
+  // The fallback reads the list again every 15 s.
+  await expect(table.getByRole('row', { name: /app\.reports\.polled/ })).toBeVisible({ timeout: 20_000 });
+  await screenshot(tab, 'live-polling');
+  await other.close();
+});
