@@ -139,5 +139,5 @@ export async function storeEvents(
   return { stored: r.stored[0]!, states: r.states };
 }
 
-/** The events of a task row (tasks.id), oldest first. */
-export const taskEvents = (ex: Executor, taskRowId: string) => eventsOfTask(ex, taskRowId);
+/** The events of a task row (tasks.id), oldest first (at most `limit`). */
+export const taskEvents = (ex: Executor, taskRowId: string, limit?: number) => eventsOfTask(ex, taskRowId, limit);

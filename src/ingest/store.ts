@@ -22,8 +22,9 @@ export async function insertEvents(ex: Executor, rows: EventRow[]): Promise<Set<
 export const setTaskRefs = (ex: Executor, pairs: (readonly [string, string | null])[]): Promise<void> =>
   bulkSet(ex, { table: 'events', key: 'id', column: 'task_ref' }, pairs);
 
-/** The events of a task row, oldest first. */
-export async function eventsOfTask(ex: Executor, taskRowId: string): Promise<EventRow[]> {
+/** The events of a task row, oldest first (at most `limit`). */
+export async function eventsOfTask(ex: Executor, taskRowId: string, limit?: number): Promise<EventRow[]> {
   const t = ex.t.events;
-  return ex.q.select().from(t).where(eq(t.task_ref, taskRowId)).orderBy(asc(t.occurred_at), asc(t.id));
+  const query = ex.q.select().from(t).where(eq(t.task_ref, taskRowId)).orderBy(asc(t.occurred_at), asc(t.id));
+  return limit === undefined ? query : query.limit(limit);
 }

@@ -86,6 +86,9 @@ function exportRoute(ctx: AppContext, format: ExportFormat) {
   };
 }
 
+/** Events a task's detail carries at most. */
+const DETAIL_EVENTS = 200;
+
 export const taskRoutes = (ctx: AppContext) => {
   const csv = exportRoute(ctx, 'csv');
   const ndjson = exportRoute(ctx, 'ndjson');
@@ -111,18 +114,21 @@ export const taskRoutes = (ctx: AppContext) => {
       '/tasks/:engine/:task_id',
       async ({ request, params }) => {
         const task = await getTask(ctx.db, grantOf(request).project.id, params.engine, params.task_id);
-        const events = (await taskEvents(ctx.db, task.id)).map((e) => ({
+        // A task retried for days can hold thousands of events: the detail carries the first ones, and
+        // .../events pages through all of them.
+        const read = await taskEvents(ctx.db, task.id, DETAIL_EVENTS + 1);
+        const events = read.slice(0, DETAIL_EVENTS).map((e) => ({
           id: e.id,
           kind: e.kind,
           occurred_at: e.occurred_at,
           agent_id: e.agent_id,
           payload: e.payload,
         }));
-        return { ...task, events };
+        return { ...task, events, events_truncated: read.length > DETAIL_EVENTS };
       },
       {
         ...guarded(ctx, {
-          summary: 'One task with its event history, oldest first',
+          summary: `One task with its event history, oldest first (the first ${DETAIL_EVENTS}; events_truncated says there are more, which GET .../events pages through)`,
           access: READ,
           params: TaskPath,
           ok: TaskDetail,

@@ -70,7 +70,16 @@ export type TaskPage = Static<typeof TaskPage>;
 export type TaskListPage = TaskPage;
 
 export const TaskEvent = Answer({ id: Uuid, kind: Type.String(), occurred_at: Timestamp, agent_id: Uuid, payload: AnyObject }, 'TaskEvent');
-export const TaskDetail = Type.Composite([TaskPublic, Type.Object({ events: Type.Array(TaskEvent) })], { additionalProperties: false, $id: 'TaskDetail' });
+export const TaskDetail = Type.Composite(
+  [
+    TaskPublic,
+    Type.Object({
+      events: Type.Array(TaskEvent, { description: 'the oldest events, at most 200' }),
+      events_truncated: Type.Boolean({ description: 'the task has more events than `events` holds: GET .../events pages through all' }),
+    }),
+  ],
+  { additionalProperties: false, $id: 'TaskDetail' },
+);
 export type TaskDetail = Static<typeof TaskDetail>;
 
 export const TaskEventPage = Answer({ items: Type.Array(TaskEvent), next_cursor: Nullable(Type.String()) }, 'TaskEventPage');

@@ -438,6 +438,26 @@ describe(`the task tree with missing links and wide levels on ${testDialect()}`,
 });
 
 describe(`a task's raw events on ${testDialect()}`, () => {
+  test("a task's detail carries its first 200 events and says there are more; the events route pages through all", async () => {
+    // 205 retries a second apart (a task retried for days), then its start.
+    const from = Date.now() - 900_000;
+    const at = (i: number) => new Date(from + i * 1000).toISOString().replace('Z', '000+00:00');
+    const events = Array.from({ length: 205 }, (_, i) => ({ ...ev('task.retried', 'retried-often'), occurred_at: at(i) }));
+    for (let i = 0; i < events.length; i += 100) await ingest(events.slice(i, i + 100));
+    const detail = await get('/tasks/celery/retried-often');
+    expect([detail.events.length, detail.events_truncated]).toEqual([200, true]);
+    expect(detail.events[0].occurred_at).toBe(at(0));
+    let all = 0;
+    let cursor: string | null = null;
+    do {
+      const page: any = await get(`/tasks/celery/retried-often/events?limit=100${cursor ? `&cursor=${cursor}` : ''}`);
+      all += page.items.length;
+      cursor = page.next_cursor;
+    } while (cursor);
+    expect(all).toBe(205);
+    expect((await get('/tasks/celery/invoice-1001')).events_truncated).toBe(false);
+  });
+
   test('oldest or newest first, keyset-paged, payloads as reported', async () => {
     const asc = await get('/tasks/celery/invoice-1001/events');
     expect(asc.items.map((e: any) => e.kind)).toEqual(['task.received', 'task.started', 'task.succeeded']);

@@ -119,10 +119,13 @@ export function TaskDetail({ project, params }: ProjectPageProps) {
                 <JsonBlock value={t.result} label="Result" empty="The task returned nothing (or its result was not reported)." />
               </Section>
             )}
-            <Section title={`Events (${t.events.length})`}>
+            <Section title={`Events (${t.events.length}${t.events_truncated ? '+' : ''})`}>
               <Timeline task={t} nameOf={agents.nameOf} />
+              {t.events_truncated && (
+                <p class="muted small" data-testid="events-truncated">{`The first ${t.events.length} events are shown here; Raw events below pages through all of them.`}</p>
+              )}
             </Section>
-            {tree.value && <tree.value.RawEvents path={path} count={t.events.length} nameOf={agents.nameOf} />}
+            {tree.value && <tree.value.RawEvents path={path} count={t.events.length} more={t.events_truncated} nameOf={agents.nameOf} />}
           </>
         )}
       </Loaded>

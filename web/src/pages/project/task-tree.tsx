@@ -127,7 +127,7 @@ function EventList(props: { path: string; order: 'asc' | 'desc'; nameOf: (id: st
 }
 
 /** The raw events, fetched when asked for (the timeline above has the same events, summarised). */
-export function RawEvents(props: { path: string; count: number; nameOf: (id: string | null) => string }) {
+export function RawEvents(props: { path: string; count: number; more: boolean; nameOf: (id: string | null) => string }) {
   const [shown, setShown] = useState(false);
   const [order, setOrder] = useState<'asc' | 'desc'>('asc');
   return (
@@ -150,7 +150,7 @@ export function RawEvents(props: { path: string; count: number; nameOf: (id: str
         <EventList path={props.path} order={order} nameOf={props.nameOf} />
       ) : (
         <p>
-          <span class="muted">{`Each of the ${plural(props.count, 'event')} exactly as the agents sent it (after their redaction). `}</span>
+          <span class="muted">{`Each of the ${props.more ? `${props.count}+ events` : plural(props.count, 'event')} exactly as the agents sent it (after their redaction). `}</span>
           <button type="button" class="secondary small" onClick={() => setShown(true)}>
             Show raw events
           </button>
