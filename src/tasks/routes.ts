@@ -103,7 +103,9 @@ export const taskRoutes = (ctx: AppContext) => {
         query: Type.Object({
           ...FILTER,
           cursor: Type.Optional(Type.String({ maxLength: 2048 })),
-          limit: Type.Optional(t.Integer({ minimum: 1, maximum: 500 })),
+          limit: Type.Optional(
+            t.Integer({ minimum: 1, maximum: 500, description: 'rows a page (50); the first page of a q search also leads with up to ten tasks whose id is q or starts with it' }),
+          ),
         }),
         ok: TaskPage,
       }),
