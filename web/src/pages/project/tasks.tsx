@@ -37,6 +37,9 @@ import type { ProjectPageProps } from './sections.ts';
 import { projectPath, reportedGet, TASK_FILTERS, TASK_QUERY, taskFilters, tasksGet } from './requests.ts';
 import { taskHref } from './task-link.ts';
 
+/** The export's bound (src/tasks/export.ts EXPORT_MAX_ROWS), said on its links. */
+const EXPORT_NOTE = 'The rows the filters, search and sort select, 100,000 at most: narrow with a time range for more';
+
 const loadBulk = () => import('./tasks-bulk.tsx');
 
 /** The queue, worker and engine inputs' suggestions, asked for when one of those inputs is first focused: the
@@ -397,10 +400,10 @@ export function ProjectTasks({ project }: ProjectPageProps) {
         paged={tasks}
         actions={
           <>
-            <a class="button secondary" href={exportHref('csv')} download>
+            <a class="button secondary" href={exportHref('csv')} download title={EXPORT_NOTE}>
               Export CSV
             </a>
-            <a class="button secondary" href={exportHref('ndjson')} download>
+            <a class="button secondary" href={exportHref('ndjson')} download title={EXPORT_NOTE}>
               Export NDJSON
             </a>
             <LiveBadge state={tasks.live} />
