@@ -40,6 +40,8 @@ import f0019s from '../../migrations/sqlite/0019_sso_reverify.sql' with { type: 
 import f0019p from '../../migrations/postgres/0019_sso_reverify.sql' with { type: 'text' };
 import f0020s from '../../migrations/sqlite/0020_task_search_writes.sql' with { type: 'text' };
 import f0020p from '../../migrations/postgres/0020_task_search_writes.sql' with { type: 'text' };
+import f0021s from '../../migrations/sqlite/0021_task_tree_roots.sql' with { type: 'text' };
+import f0021p from '../../migrations/postgres/0021_task_tree_roots.sql' with { type: 'text' };
 
 export interface MigrationSource {
   revision: string;
@@ -69,4 +71,5 @@ export const MIGRATIONS: MigrationSource[] = [
   { revision: '0018', name: 'task_search_updates', sqlite: f0018s, postgres: f0018p },
   { revision: '0019', name: 'sso_reverify', sqlite: f0019s, postgres: f0019p },
   { revision: '0020', name: 'task_search_writes', sqlite: f0020s, postgres: f0020p },
+  { revision: '0021', name: 'task_tree_roots', sqlite: f0021s, postgres: f0021p },
 ];

@@ -355,6 +355,13 @@ export async function treeChildren(ex: Executor, projectId: string, engine: stri
   );
 }
 
+/** Tasks naming `rootId` as their root (through tasks_project_root), first stored first, at most `limit`. */
+export async function treeRowsOfRoot(ex: Executor, projectId: string, engine: string, rootId: string, limit: number): Promise<TreeRow[]> {
+  return ex.all<TreeRow>(
+    sql`SELECT ${TREE_SELECT} FROM tasks WHERE project_id = ${projectId} AND engine = ${engine} AND root_task_id = ${storedText(rootId)} AND task_id <> ${storedText(rootId)} ORDER BY id LIMIT ${limit}`,
+  );
+}
+
 // --- a task's events ------------------------------------------------------------
 
 export interface EventRowOut {

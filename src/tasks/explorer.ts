@@ -25,6 +25,7 @@ import {
   tasksAtRowids,
   tasksWithId,
   treeChildren,
+  treeRowsOfRoot,
   treeRowsByTaskId,
   workerStateCounts,
   type ExplorerFilter,
@@ -292,6 +293,33 @@ export async function taskTree(ex: Executor, projectId: string, engine: string, 
       add(row, parent ? parent.depth + 1 : 1, parent ? parent.detached : detached);
     }
   }
+  // A complete walk reached every task linked to the root: the root's other tasks (by their root id)
+  // hang under a parent svc never stored. They join as detached branches, tops first, within the limits.
+  const detachedOfRoot = async (): Promise<void> => {
+    const room = limits.nodes - nodes.length;
+    const rows = (await treeRowsOfRoot(ex, projectId, engine, rootId, nodes.length + room + 1)).filter((r) => !inTree.has(r.task_id));
+    if (rows.length === 0) return;
+    if (room <= 0) {
+      truncated = true;
+      return;
+    }
+    const unreached = new Set(rows.map((r) => r.task_id));
+    let level = rows.filter((r) => r.parent_task_id === null || !unreached.has(r.parent_task_id));
+    for (let depth = 1; level.length > 0; depth++) {
+      for (const row of level) {
+        if (nodes.length >= limits.nodes || depth > limits.depth) {
+          truncated = true;
+          return;
+        }
+        add(row, depth, true);
+      }
+      const parents = new Set(level.map((r) => r.task_id));
+      level = rows.filter((r) => r.parent_task_id !== null && parents.has(r.parent_task_id) && !inTree.has(r.task_id));
+    }
+    // Fetched one more than fits: more of them than the limits leave room for.
+    if (rows.length > room) truncated = true;
+  };
+  if (!truncated) await detachedOfRoot();
   return {
     engine,
     root_task_id: rootId,

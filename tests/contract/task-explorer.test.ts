@@ -377,7 +377,8 @@ describe(`the task tree with missing links and wide levels on ${testDialect()}`,
       ev('task.succeeded', 'lost-y', { task_name: 'canvas.step', parent_task_id: 'lost-mid', root_task_id: 'lost-root' }),
     ]);
     await ingest([ev('task.succeeded', 'lost-x1', { task_name: 'canvas.step', parent_task_id: 'lost-x', root_task_id: 'lost-root' })]);
-    for (const from of ['lost-x', 'lost-x1']) {
+    // From any of them, the root included (its tasks by root id: migration 0021).
+    for (const from of ['lost-x', 'lost-x1', 'lost-root']) {
       const tree = await get(`/tasks/celery/${from}/tree`);
       expect(tree).toMatchObject({ root_task_id: 'lost-root', node_count: 4, truncated: false });
       expect(shape(tree)).toEqual([
@@ -391,6 +392,9 @@ describe(`the task tree with missing links and wide levels on ${testDialect()}`,
     // Within the limits: the task asked for, with what leads to it, even when max_nodes is spent.
     const small = await get('/tasks/celery/lost-x1/tree?max_nodes=1');
     expect([small.truncated, shape(small)]).toEqual([true, [['lost-root', 0, false], ['lost-x', 1, true], ['lost-x1', 2, true]]]);
+    // From the root, the limits cut the detached branches too, and say so.
+    const rootSmall = await get('/tasks/celery/lost-root/tree?max_nodes=2');
+    expect([rootSmall.truncated, shape(rootSmall)]).toEqual([true, [['lost-root', 0, false], ['lost-x', 1, true]]]);
   });
 
   test('a task the limits cut from its tree is still in it, with its parents up to the tree', async () => {
