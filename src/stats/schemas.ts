@@ -33,7 +33,7 @@ export const StateCounts = Answer(
 export const AttentionItem = Answer(
   {
     kind: Type.Union(
-      ['failing_task', 'high_failure_rate', 'agent_offline', 'stuck_commands', 'background_job_failing'].map((k) => Type.Literal(k)),
+      ['failing_task', 'high_failure_rate', 'agent_offline', 'agent_never_connected', 'stuck_commands', 'background_job_failing'].map((k) => Type.Literal(k)),
       { description: 'what needs attention (docs/tasks-stats.md)' },
     ),
     severity: Type.Union([Type.Literal('critical'), Type.Literal('warning')]),

@@ -227,6 +227,18 @@ function attentionOf(p: ProjectRef, s: Omit<Summary, 'attention' | 'health'>): A
       }),
     );
   }
+  // Agents minted and never connected (a new project, a token not yet installed): the project's health is
+  // offline, and the list says why.
+  if (noneOnline && s.offlineAgents.length === 0 && s.agents.unknown > 0) {
+    out.push(
+      item(p, {
+        kind: 'agent_never_connected',
+        severity: 'warning',
+        message: s.agents.unknown === 1 ? 'its agent has never connected: start it with its token' : `none of its ${s.agents.unknown} agents has connected yet: start one with its token`,
+        count: s.agents.unknown,
+      }),
+    );
+  }
   if (s.commands.stuck > 0) {
     out.push(
       item(p, {

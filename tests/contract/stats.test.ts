@@ -411,4 +411,16 @@ describe(`task statistics on ${testDialect()}`, () => {
     expect(betaStats.attention[0]).toMatchObject({ kind: 'agent_offline', agent_id: betaAgent.agentId, severity: 'critical' });
     expect((await get('/api/v1/projects/alpha/stats?window=1h')).commands).toMatchObject({ pending: 1, stuck: 1 });
   });
+
+  test('a project whose agents never connected is offline, and its attention list says why', async () => {
+    const gamma = await project('gamma');
+    await mintTestAgent(svc, gamma.id, svc.baseUrl, 'gamma-1');
+    await mintTestAgent(svc, gamma.id, svc.baseUrl, 'gamma-2');
+    const s = await get('/api/v1/projects/gamma/stats?window=1h');
+    expect([s.health, s.agents]).toEqual(['offline', { online: 0, offline: 0, unknown: 2, total: 2 }]);
+    expect(s.attention).toEqual([expect.objectContaining({ kind: 'agent_never_connected', severity: 'warning', count: 2, project_slug: 'gamma' })]);
+    expect(s.attention[0].message).toBe('none of its 2 agents has connected yet: start one with its token');
+    const home = await get('/api/v1/home?window=1h');
+    expect(home.attention.filter((a: any) => a.project_slug === 'gamma').map((a: any) => a.kind)).toEqual(['agent_never_connected']);
+  });
 });

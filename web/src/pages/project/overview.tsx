@@ -151,6 +151,8 @@ function attentionHref(a: AttentionItem, fallbackSlug?: string): string | null {
       return `${base}/failures`;
     case 'agent_offline':
       return a.agent_id && (a.count ?? 1) <= 1 ? `${base}/agents/${a.agent_id}` : `${base}/agents`;
+    case 'agent_never_connected':
+      return `${base}/agents`;
     case 'stuck_commands':
       return `${base}/commands?status=dispatched`;
     default:
