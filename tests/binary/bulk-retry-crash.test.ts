@@ -3,21 +3,28 @@
 // runs the job; svc is killed when about half the items are issued and started
 // again on the same home and port; the job then finishes, and no task was ever
 // sent two retry commands (the agent's own count and the database agree).
+// The job is started and followed over the API as an operator would, signed in
+// as the administrator svc created at first boot; the test process reads the
+// database file only to mint the agent and to see the job while svc is down.
 import { afterAll, beforeAll, expect, test } from 'bun:test';
 import { Database } from 'bun:sqlite';
 import { join } from 'node:path';
 import { mintAgent } from '../../src/agents/service.ts';
-import { createBulkJob, getBulkJob } from '../../src/bulk/service.ts';
+import { getBulkJob } from '../../src/bulk/service.ts';
 import { loadConfigMintingSecrets } from '../../src/config/secrets.ts';
 import { upgrade } from '../../src/db/migrate.ts';
 import { setLogLevel } from '../../src/lib/log.ts';
 import { createContext, openConfiguredDatabase } from '../../src/server/compose.ts';
 import type { AppContext } from '../../src/server/context.ts';
-import { insertProject, TEST_ACTOR } from '../helpers/agents.ts';
+import { sql } from 'drizzle-orm';
+import { TEST_ACTOR } from '../helpers/agents.ts';
+import { Api } from '../helpers/api-client.ts';
 import { cleanEnv, eventually, startSvc, type RunningSvc } from '../helpers/binary.ts';
+import { FAST_IDENTITY_ENV, STRONG_PASSWORD } from '../helpers/identity.ts';
 import { taskEvent, TestAgent } from '../helpers/test-agent.ts';
 
 const TASKS = 5000;
+const ADMIN = { email: 'ops@example.com', password: STRONG_PASSWORD };
 let svc: RunningSvc | null = null;
 let ctx: AppContext;
 let env: Record<string, string>;
@@ -38,6 +45,9 @@ const start = async () => {
 beforeAll(async () => {
   setLogLevel('silent');
   env = cleanEnv({
+    ...FAST_IDENTITY_ENV,
+    SVC_BOOTSTRAP_ADMIN_EMAIL: ADMIN.email,
+    SVC_BOOTSTRAP_ADMIN_PASSWORD: ADMIN.password,
     SVC_LOG_LEVEL: 'warn',
     SVC_BULK_RETRY_MAX_IN_FLIGHT: '50',
     // Retries whose answer was lost with the killed process end as timeouts, soon.
@@ -56,9 +66,12 @@ afterAll(async () => {
 
 test(`a bulk retry of ${TASKS} tasks survives kill -9 halfway: it finishes after the restart, no task retried twice`, async () => {
   await start();
-  const project = await insertProject(ctx.db);
-  const minted = await mintAgent(ctx, project.id, 'crash-agent', TEST_ACTOR);
-  const agent = new TestAgent({ baseUrl: svc!.url, token: minted.token, hmacSecret: minted.hmac_secret, agentId: minted.agent.id, projectId: project.id });
+  const [project] = await ctx.db.all<{ id: string }>(sql`SELECT id FROM projects WHERE slug = 'default'`);
+  const api = new Api(svc!.url);
+  await api.login(ADMIN.email, ADMIN.password);
+  const jobs = '/api/v1/projects/default/bulk-jobs';
+  const minted = await mintAgent(ctx, project!.id, 'crash-agent', TEST_ACTOR);
+  const agent = new TestAgent({ baseUrl: svc!.url, token: minted.token, hmacSecret: minted.hmac_secret, agentId: minted.agent.id, projectId: project!.id });
   expect((await agent.probe()).status).toBe(200);
   // 5,000 failed tasks, reported by the agent as z4j agents do.
   const taskIds = Array.from({ length: TASKS }, (_, i) => `crash-${i}`);
@@ -107,21 +120,37 @@ test(`a bulk retry of ${TASKS} tasks survives kill -9 halfway: it finishes after
     }
   })();
 
-  const job = await createBulkJob(ctx, project.id, { kind: 'retry', filter: { name: 'app.tasks.crash', state: 'failure' }, agent_id: agent.agentId }, TEST_ACTOR);
+  const created = await api.call('POST', jobs, { kind: 'retry', filter: { name: 'app.tasks.crash', state: 'failure' }, agent_id: agent.agentId });
+  expect(created.status).toBe(201);
+  const job = created.body;
   expect(job.progress.total).toBe(TASKS);
-  await eventually(async () => (await getBulkJob(ctx.db, project.id, job.id)).progress.issued >= TASKS / 2, 120_000, 'half the items issued');
+  const progress = async () => {
+    const r = await api.call('GET', `${jobs}/${job.id}`);
+    expect(r.status).toBe(200);
+    return r.body;
+  };
+  await eventually(async () => (await progress()).progress.issued >= TASKS / 2, 120_000, 'half the items issued');
   svc!.proc.kill('SIGKILL');
   await svc!.proc.exited;
-  const atKill = await getBulkJob(ctx.db, project.id, job.id);
+  const atKill = await getBulkJob(ctx.db, project!.id, job.id);
   expect(atKill.status).toBe('running');
   expect(atKill.progress.issued).toBeLessThan(TASKS);
   await Bun.sleep(500);
   await start();
-  await eventually(async () => (await getBulkJob(ctx.db, project.id, job.id)).status === 'completed', 180_000, 'the job to finish after the restart');
+  // The session outlives the process (sessions are stored): the same sign-in follows the job.
+  await eventually(async () => (await progress()).status === 'completed', 180_000, 'the job to finish after the restart');
   stop = true;
   await answering;
 
-  const done = await getBulkJob(ctx.db, project.id, job.id);
+  const done = await progress();
+  // Every item ended with its own command (first page of the per-task results).
+  const items = await api.call('GET', `${jobs}/${job.id}/items?limit=1000`);
+  expect(items.status).toBe(200);
+  expect(items.body.items).toHaveLength(1000);
+  for (const it of items.body.items) {
+    expect(['succeeded', 'failed']).toContain(it.status);
+    expect(it.command_id).not.toBeNull();
+  }
   expect(done.progress).toMatchObject({ total: TASKS, queued: 0, in_flight: 0, skipped: 0 });
   expect(done.progress.succeeded + done.progress.failed).toBe(TASKS);
   // Only retries whose answer died with the process may have failed (timed out); none was sent twice.
