@@ -1,7 +1,8 @@
 // Durable bulk jobs. A bulk retry freezes its filter's matches into items when
 // it is created (one transaction with its audit row); a coordinator, run by
 // one leader process at a time, then works them off: it issues a retry_task
-// command per item with at most max_in_flight unanswered, marking the item
+// command per item with at most max_in_flight unanswered (and a project's jobs
+// together at most SVC_BULK_RETRY_MAX_IN_FLIGHT), marking the item
 // issued in the same transaction that stores the command (and keying the
 // command by job and item), so a crash at any point neither loses an item nor
 // retries a task twice; it records each command's outcome on its item. Abort
@@ -265,8 +266,10 @@ const retryPayload = (item: BulkItemRow): Record<string, unknown> => ({
   priority: null,
 });
 
-/** Records answered retries, finishes a job with nothing left, issues retries into free slots. */
-async function advance(ctx: AppContext, job: BulkJobRow): Promise<{ settled: number; issued: number }> {
+/** Records answered retries, finishes a job with nothing left, issues retries into free slots: the
+ * job's own (max_in_flight) and, of those, no more than `room`, what the project's other jobs leave
+ * (counted before this job's answers were recorded: each one recorded here frees a slot). */
+async function advance(ctx: AppContext, job: BulkJobRow, room: number): Promise<{ settled: number; issued: number }> {
   let settled = 0;
   for (;;) {
     const ended = await endedItems(ctx.db, job.id, SETTLE_BATCH);
@@ -286,8 +289,13 @@ async function advance(ctx: AppContext, job: BulkJobRow): Promise<{ settled: num
     await finish(ctx, job, job.status === 'running' ? 'completed' : job.status, counts);
     return { settled, issued: 0 };
   }
-  const free = job.max_in_flight - inFlight;
-  if (queued === 0 || free <= 0) return { settled, issued: 0 };
+  const free = Math.min(job.max_in_flight - inFlight, room + settled);
+  if (queued === 0) return { settled, issued: 0 };
+  if (free <= 0) {
+    // A job held back by the project's other jobs says so; one waiting on its own answers needs no note.
+    await noteWaiting(ctx, job, job.max_in_flight > inFlight ? [`other bulk retries of this project hold all ${ctx.config.SVC_BULK_RETRY_MAX_IN_FLIGHT} slots`] : []);
+    return { settled, issued: 0 };
+  }
   const actor: Actor = { user_id: job.created_by, api_key_id: job.api_key_id, source_ip: null, user_agent: `svc bulk job ${job.id}` };
   const agents = new Map<string, AgentRow | ApiError>();
   const waiting: string[] = [];
@@ -339,12 +347,16 @@ async function advance(ctx: AppContext, job: BulkJobRow): Promise<{ settled: num
     if (!ok) break;
     issued++;
   }
-  const note = waiting.length > 0 ? `waiting: ${[...new Set(waiting)].join('; ')}` : null;
-  if (note !== job.note) {
-    await ctx.db.tx((tx) => updateJob(tx, job.id, { note, updated_at: nowIso() }));
-    job.note = note;
-  }
+  await noteWaiting(ctx, job, waiting);
   return { settled, issued };
+}
+
+/** The job's note says what it waits for (none once it waits for nothing). */
+async function noteWaiting(ctx: AppContext, job: BulkJobRow, waiting: string[]): Promise<void> {
+  const note = waiting.length > 0 ? `waiting: ${[...new Set(waiting)].join('; ')}` : null;
+  if (note === job.note) return;
+  await ctx.db.tx((tx) => updateJob(tx, job.id, { note, updated_at: nowIso() }));
+  job.note = note;
 }
 
 /** The item being issued is no longer queued (see advance). */
@@ -377,14 +389,21 @@ async function fail(ctx: AppContext, job: BulkJobRow, error: string): Promise<vo
   job.status = 'failed';
 }
 
-/** One pass over every open job. */
+/** One pass over every open job, oldest first. A project's jobs together keep at most
+ * SVC_BULK_RETRY_MAX_IN_FLIGHT retries unanswered (aborted jobs' included: those retries still run on
+ * its workers), so starting a second job never doubles the load; the older job fills its slots first. */
 export async function coordinatorStep(ctx: AppContext): Promise<StepResult> {
   const jobs = await openJobs(ctx.db);
+  const counts = await itemCounts(ctx.db, jobs.map((j) => j.id));
+  const busy = new Map<string, number>();
+  for (const j of jobs) busy.set(j.project_id, (busy.get(j.project_id) ?? 0) + (counts.get(j.id)?.issued ?? 0));
   let settled = 0;
   let issued = 0;
   for (const job of jobs) {
     try {
-      const r = await advance(ctx, job);
+      const before = busy.get(job.project_id)!;
+      const r = await advance(ctx, job, ctx.config.SVC_BULK_RETRY_MAX_IN_FLIGHT - before);
+      busy.set(job.project_id, before - r.settled + r.issued);
       settled += r.settled;
       issued += r.issued;
     } catch (e) {

@@ -487,7 +487,7 @@ export const SETTINGS = {
     default: 16,
     min: 1,
     max: 1000,
-    description: 'Retry commands one bulk retry job has issued and not yet seen answered, at most.',
+    description: 'Retry commands bulk retry jobs have issued and not yet seen answered, at most: per job, and for all running jobs of a project together (the oldest job fills its slots first; the others wait and say so).',
   }),
   SVC_PURGE_CONFIRM_TTL_SECONDS: int({
     default: 120,
@@ -526,6 +526,15 @@ export const SETTINGS = {
     min: 25,
     max: 720,
     description: 'Per-minute task statistics are kept this long (charts with buckets under an hour, and windows of up to 24 h counted to the minute, read them).',
+  }),
+
+  // --- task explorer (src/tasks/explorer.ts, src/tasks/export.ts) ---------------------
+  SVC_TASK_EXPORTS_PER_USER: int({
+    default: 2,
+    min: 1,
+    max: 100,
+    description:
+      'Task exports (GET .../tasks/export.csv and .ndjson) one user, API keys included, may stream at once in one svc process, each holding a database reader; the next is refused with 429 until one ends.',
   }),
 
   // --- live dashboard updates (src/live/, src/signals/) ------------------------------

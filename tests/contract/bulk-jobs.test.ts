@@ -56,6 +56,32 @@ async function answerRetries(agentId: string, failing: (taskId: string) => boole
 const job = async (id: string) => (await viewer.call('GET', `${jobs}/${id}`)).body;
 
 describe(`bulk jobs on ${testDialect()}`, () => {
+  // First in the file: retries left unanswered by later tests (an aborted job's) hold project slots.
+  test("a project's jobs together keep at most SVC_BULK_RETRY_MAX_IN_FLIGHT unanswered; the older fills first, the other says it waits", async () => {
+    const a = await storeTasks(svc, projectId, lpAgent, 8, { name: 'app.tasks.bulk_pair_a', prefix: 'pa' });
+    const b = await storeTasks(svc, projectId, lpAgent, 8, { name: 'app.tasks.bulk_pair_b', prefix: 'pb' });
+    const first = (await operator.call('POST', jobs, { body: { kind: 'retry', filter: { name: 'bulk_pair_a' }, agent_id: lpAgent } })).body.id;
+    const second = (await operator.call('POST', jobs, { body: { kind: 'retry', filter: { name: 'bulk_pair_b' }, agent_id: lpAgent } })).body.id;
+    await coordinatorStep(svc.ctx);
+    expect((await job(first)).progress.in_flight).toBe(5);
+    expect(await job(second)).toMatchObject({ status: 'running', note: 'waiting: other bulk retries of this project hold all 5 slots', progress: { in_flight: 0, queued: 8 } });
+    const retried: string[] = [];
+    for (let round = 0; round < 10 && ((await job(first)).status === 'running' || (await job(second)).status === 'running'); round++) {
+      retried.push(...(await answerRetries(lpAgent)));
+      await coordinatorStep(svc.ctx);
+      const [x, y] = [await job(first), await job(second)];
+      expect(x.progress.in_flight + y.progress.in_flight).toBeLessThanOrEqual(5);
+      if (round === 0) {
+        // The older job's three left go first; the two slots left over are the other's, and its note is gone.
+        expect([x.progress.in_flight, y.progress.in_flight]).toEqual([3, 2]);
+        expect(y.note).toBeNull();
+      }
+    }
+    expect(await job(first)).toMatchObject({ status: 'completed', progress: { succeeded: 8 } });
+    expect(await job(second)).toMatchObject({ status: 'completed', progress: { succeeded: 8 } });
+    expect(retried.sort()).toEqual([...a, ...b].sort());
+  });
+
   test('a bulk retry: frozen at creation, at most max_in_flight unanswered, per-task results, progress, items paged', async () => {
     const since = nowIso();
     const failed = await storeTasks(svc, projectId, lpAgent, 12, { name: 'app.tasks.bulk_one', prefix: 'b1' });
