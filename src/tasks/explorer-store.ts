@@ -314,14 +314,14 @@ async function enginesOf(ex: Executor, projectId: string): Promise<string[]> {
  * PostgreSQL collation other than C a few may fall outside, so rows are checked after). */
 const PREFIX_END = '\u{10FFFF}';
 
-/** The project's tasks (meeting the filter) whose task id is `taskId`, or starts with it when
- * `prefix`; exact ones first, then by task id, at most `limit`. */
-export async function tasksWithId(ex: Executor, projectId: string, filter: ExplorerFilter, taskId: string, prefix: boolean, limit: number): Promise<TaskRow[]> {
+/** The project's tasks (meeting the filter and `extra`) whose task id is `taskId`, or starts with it
+ * when `prefix`; exact ones first, then by task id, at most `limit`. */
+export async function tasksWithId(ex: Executor, projectId: string, filter: ExplorerFilter, taskId: string, prefix: boolean, limit: number, extra: SQL[] = []): Promise<TaskRow[]> {
   const engines = filter.engine ? [filter.engine] : await enginesOf(ex, projectId);
   if (engines.length === 0) return [];
   const id = storedText(taskId);
   const match = prefix ? sql`task_id >= ${id} AND task_id < ${id + PREFIX_END}` : sql`task_id = ${id}`;
-  const conds = [sql`project_id = ${projectId}`, sql`engine IN (${list(engines.map(storedText))})`, match, ...filterSql(filter)];
+  const conds = [sql`project_id = ${projectId}`, sql`engine IN (${list(engines.map(storedText))})`, match, ...filterSql(filter), ...extra];
   const rows = await ex.all<Record<string, unknown>>(sql`SELECT ${SELECT} FROM tasks WHERE ${and(conds)} ORDER BY task_id, engine LIMIT ${limit + 1}`);
   return rows
     .map((r) => decoded(ex, r))

@@ -43,7 +43,7 @@ export const SEARCH_SCAN_BUDGET = 20_000;
 /** SQLite, search sorted by a column other than first-seen time: the project's newest matches sorted. */
 export const SORTED_SEARCH_CAP = 5_000;
 /** Tasks whose id is `q` or starts with it, leading a search's first page. */
-const ID_MATCHES = 10;
+export const ID_MATCHES = 10;
 
 /** The list's query (and the export's, without cursor and limit): the filter with the priorities
  * comma-separated, the search, the sort and where the page starts. */
@@ -77,8 +77,9 @@ interface RowsPage {
   truncated?: boolean;
 }
 
-/** One page of the filter: `limit` rows at most. */
-async function rowsPage(ex: Executor, projectId: string, q: TaskQuery, search: ParsedSearch | null, limit: number): Promise<RowsPage> {
+/** One page of the filter: `limit` rows at most; `extra`, conditions on the task row a caller adds to
+ * the filter (a bulk filter's task ids, failure group), hold for every row, id matches included. */
+async function rowsPage(ex: Executor, projectId: string, q: TaskQuery, search: ParsedSearch | null, limit: number, extra: SQL[] = []): Promise<RowsPage> {
   const sort = q.sort ?? 'created_at';
   const order = q.order ?? 'desc';
   const filter = filterOf(q);
@@ -94,16 +95,17 @@ async function rowsPage(ex: Executor, projectId: string, q: TaskQuery, search: P
     const last = page[page.length - 1];
     return { rows: page.map((k) => k.row), next: rows.length > limit && last ? keyCursorOf(last.row, last.tie, sort, order) : null };
   };
-  if (!search) return { ...keyed(await keysetPage(ex, { projectId, filter, sort, order, after: keyAfter(cursor), limit: limit + 1 })), exact: [] };
+  if (!search) return { ...keyed(await keysetPage(ex, { projectId, filter, sort, order, after: keyAfter(cursor), limit: limit + 1, extra })), exact: [] };
 
-  // Tasks whose id is q (or starts with it) lead the first page; every page leaves them out after.
-  const exact = search.taskId !== null ? await tasksWithId(ex, projectId, filter, search.taskId, search.taskId.length >= MIN_ID_PREFIX, ID_MATCHES) : [];
-  const notExact: SQL[] = exact.length > 0 ? [sql`id NOT IN (${sql.join(exact.map((r) => sql`${r.id}`), sql`, `)})`] : [];
+  // Tasks whose id is q (or starts with it) lead the first page; every page leaves them out after
+  // (`others`: the conditions of the rest).
+  const exact = search.taskId !== null ? await tasksWithId(ex, projectId, filter, search.taskId, search.taskId.length >= MIN_ID_PREFIX, ID_MATCHES, extra) : [];
+  const others: SQL[] = [...extra, ...(exact.length > 0 ? [sql`id NOT IN (${sql.join(exact.map((r) => sql`${r.id}`), sql`, `)})`] : [])];
   const lead = cursor ? [] : exact;
   if (ex.dialect === 'postgres') {
     // One query: the planner chooses between the GIN index and the sort's.
-    const extra = [pgSearchCondition(tsQuery(search)), ...notExact];
-    return { ...keyed(await keysetPage(ex, { projectId, filter, sort, order, after: keyAfter(cursor), limit: limit + 1, extra })), exact: lead };
+    const conds = [pgSearchCondition(tsQuery(search)), ...others];
+    return { ...keyed(await keysetPage(ex, { projectId, filter, sort, order, after: keyAfter(cursor), limit: limit + 1, extra: conds })), exact: lead };
   }
   const match = fts5Query(search);
   if (sort !== 'created_at') {
@@ -119,7 +121,7 @@ async function rowsPage(ex: Executor, projectId: string, q: TaskQuery, search: P
       walk.close();
     }
     rowids = rowids.slice(0, SORTED_SEARCH_CAP);
-    return { ...keyed(await keysetPage(ex, { projectId, filter, sort, order, after: keyAfter(cursor), limit: limit + 1, extra: notExact, rowids })), exact: lead, truncated };
+    return { ...keyed(await keysetPage(ex, { projectId, filter, sort, order, after: keyAfter(cursor), limit: limit + 1, extra: others, rowids })), exact: lead, truncated };
   }
   if (cursor?.kind === 'key') throw validationFailed([{ location: 'query', path: '/cursor', message: 'belongs to the list without q' }]);
   // Recency order: walk the index by rowid, a growing batch at a time, each batch's rows checked
@@ -133,7 +135,7 @@ async function rowsPage(ex: Executor, projectId: string, q: TaskQuery, search: P
     for (;;) {
       const ids = walk.take(batch);
       read += ids.length;
-      found.push(...(await tasksAtRowids(ex, projectId, filter, ids, notExact)).sort((a, b) => (order === 'desc' ? Number(b.tie) - Number(a.tie) : Number(a.tie) - Number(b.tie))));
+      found.push(...(await tasksAtRowids(ex, projectId, filter, ids, others)).sort((a, b) => (order === 'desc' ? Number(b.tie) - Number(a.tie) : Number(a.tie) - Number(b.tie))));
       if (found.length > limit) {
         const page = found.slice(0, limit);
         return { rows: page.map((k) => k.row), next: { kind: 'rowid', sort, order, rowid: Number(page[page.length - 1]!.tie) }, exact: lead };
@@ -159,13 +161,22 @@ export async function listTasks(ex: Executor, projectId: string, q: TaskQuery): 
   return { items: [...page.exact, ...page.rows].map(item), next_cursor: page.next ? encodeCursor(page.next) : null, search_truncated: page.truncated ?? false };
 }
 
-/** Every task of the filter in the list's order, a page at a time, at most `max` (exports). */
-export async function* tasksOfFilter(ex: Executor, projectId: string, q: Omit<TaskQuery, 'cursor' | 'limit'>, max: number, pageSize = 500): AsyncGenerator<TaskRow[]> {
+/** Every task of the filter in the list's order, a page at a time, at most `max` (exports, bulk filters
+ * with `q`); `extra`: more conditions on the task row (see rowsPage). Sorted by created_at, it reads every
+ * match: search_truncated never applies. */
+export async function* tasksOfFilter(
+  ex: Executor,
+  projectId: string,
+  q: Omit<TaskQuery, 'cursor' | 'limit'>,
+  max: number,
+  pageSize = 500,
+  extra: SQL[] = [],
+): AsyncGenerator<TaskRow[]> {
   const search = q.q !== undefined ? parseSearch(q.q) : null;
   let cursor: string | undefined;
   let left = max;
   while (left > 0) {
-    const page = await rowsPage(ex, projectId, { ...q, ...(cursor ? { cursor } : {}) }, search, Math.min(pageSize, left));
+    const page = await rowsPage(ex, projectId, { ...q, ...(cursor ? { cursor } : {}) }, search, Math.min(pageSize, left), extra);
     const rows = [...page.exact, ...page.rows].slice(0, left);
     if (rows.length > 0) yield rows;
     left -= rows.length;

@@ -5,6 +5,10 @@ import { AnyObject, Answer, Nullable, Timestamp, Uuid } from '../http/schemas.ts
 export const TASK_STATES = ['pending', 'received', 'started', 'success', 'failure', 'retry', 'revoked', 'rejected', 'unknown'] as const;
 export const TaskStateSchema = Type.Union(TASK_STATES.map((s) => Type.Literal(s)));
 
+const PRIORITY = '(critical|high|normal|low)';
+/** The task list's priority filter (GET /tasks, its exports, bulk filters): tasks with one of these priorities. */
+export const PriorityFilterSchema = Type.String({ pattern: `^${PRIORITY}(,${PRIORITY}){0,3}$`, description: 'comma-separated priorities: critical, high, normal, low' });
+
 export const TaskPublic = Answer(
   {
     id: Uuid,
