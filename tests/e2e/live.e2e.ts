@@ -82,3 +82,27 @@ test('with the stream refused, the list says Polling and still shows a task uplo
   await screenshot(tab, 'live-polling');
   await other.close();
 });
+
+test('a task further down than the first page (loaded by "Load more") changes in place when it finishes', async () => {
+  // 60 tasks of their own: the first page holds 50, the oldest ten come with "Load more".
+  const ids = Array.from({ length: 60 }, (_, i) => `deep-task-${String(i).padStart(2, '0')}`);
+  const up = await agent.upload([agent.eventBatch(ids.map((task_id) => taskEvent({ task_id, kind: 'task.received', data: { task_name: `app.deep.t_${task_id.slice(-2)}` } })))]);
+  expect(up.body).toMatchObject({ accepted: 1 });
+  await page.goto('/projects/default/tasks?name=app.deep');
+  const region = page.getByRole('region', { name: 'Tasks', exact: true });
+  const table = region.getByRole('table');
+  await expect(table.getByRole('row')).toHaveCount(51);
+  await expect(page.getByTestId('live-state')).toHaveText('Live');
+  const firstPage = new Set((await table.getByRole('row').allInnerTexts()).map((t) => /app\.deep\.t_(\d\d)/.exec(t)?.[1]).filter(Boolean));
+  await region.getByRole('button', { name: 'Load more' }).click();
+  await expect(table.getByRole('row')).toHaveCount(61);
+  const below = ids.map((id) => id.slice(-2)).find((n) => !firstPage.has(n))!;
+  const row = table.getByRole('row', { name: new RegExp(`app\\.deep\\.t_${below}`) });
+  await expect(row).toContainText('received');
+  let navigations = 0;
+  page.on('framenavigated', () => navigations++);
+  await agent.upload([agent.eventBatch([taskEvent({ task_id: `deep-task-${below}`, kind: 'task.succeeded', data: { task_name: `app.deep.t_${below}`, runtime_ms: 7 } })])]);
+  await expect(row).toContainText('success', { timeout: 3000 });
+  await expect(table.getByRole('row')).toHaveCount(61);
+  expect(navigations).toBe(0);
+});

@@ -299,14 +299,26 @@ interface Overlay<T> {
 
 const MAX_ADDED = 500;
 
+/** Rows shown below the first page that a notice names are read again one by one, at most this many a notice
+ * (a notice naming more, or saying `more`, refreshes the first page only). */
+const MAX_ROWS_REREAD = 25;
+
+/** How a list reads one of its rows again: the id notices name it by, and the read. */
+export interface RowReread<T> {
+  noticeIdOf(item: T): string;
+  read(item: T): Promise<T>;
+}
+
 /** A keyset-paged list kept up to date by the stream: on a notice of `type` the first page is fetched again and
- * merged into what is shown (new rows on top, changed rows in place; pages loaded below stay). */
+ * merged into what is shown (new rows on top, changed rows in place), and rows of the pages loaded below that the
+ * notice names are read again (`reread`), so a row scrolled far down changes in place too. */
 export function useLivePaged<T>(
   paged: Paged<T>,
   project: string,
   type: NoticeType,
   fetchHead: () => Promise<Page<T>>,
   keyOf: (item: T) => string,
+  reread: RowReread<T>,
   opts: LiveOptions = {},
 ): Paged<T> & { live: LiveState } {
   const [overlay, setOverlay] = useState<Overlay<T>>({ added: [], patched: new Map() });
@@ -327,9 +339,10 @@ export function useLivePaged<T>(
   const live = useLive(
     project,
     [type],
-    async () => {
+    async (e) => {
       if (!paged.loaded) return;
       const head = (await fetchHead()).items;
+      const below = await rereadBelow(shown.current.base, head, e, keyOf, reread);
       const { base, overlay: o } = shown.current;
       const baseByKey = new Map(base.map((b) => [keyOf(b), b]));
       const addedKeys = new Set(o.added.map(keyOf));
@@ -343,9 +356,22 @@ export function useLivePaged<T>(
         else if (addedKeys.has(k)) added = added.map((a) => (keyOf(a) === k ? h : a));
         else fresh.push(h);
       }
+      for (const [b, now] of below) if (base.includes(b)) patched.set(keyOf(b), { was: b, now });
       setOverlay({ added: [...fresh, ...added].slice(0, MAX_ADDED), patched });
     },
     opts,
   );
   return { ...paged, items, live };
+}
+
+/** The rows of `base` outside the first page (`head`) that notice `e` names, each read again (a row whose read
+ * fails stays as it is: the next notice or reload brings it). */
+async function rereadBelow<T>(base: T[], head: T[], e: LiveEvent, keyOf: (item: T) => string, reread: RowReread<T>): Promise<[T, T][]> {
+  if (e.type === 'resync' || e.more) return [];
+  const named = new Set(e.ids);
+  const inHead = new Set(head.map(keyOf));
+  const stale = base.filter((b) => !inHead.has(keyOf(b)) && named.has(reread.noticeIdOf(b)));
+  if (stale.length === 0 || stale.length > MAX_ROWS_REREAD) return [];
+  const read = await Promise.all(stale.map((b) => reread.read(b).then((now): [T, T] => [b, now], () => null)));
+  return read.filter((r): r is [T, T] => r !== null);
 }

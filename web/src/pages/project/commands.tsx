@@ -12,7 +12,7 @@ import { LiveBadge } from '../../ui/live-badge.tsx';
 import { PagedSection } from '../../ui/paged-table.tsx';
 import { CommandStatusBadge } from '../../ui/status.tsx';
 import type { ProjectPageProps } from './sections.ts';
-import { commandsGet } from './requests.ts';
+import { commandsGet, projectPath } from './requests.ts';
 import { useAgents } from './use-agents.ts';
 
 export const COMMAND_COLUMNS = ['Issued', 'Action', 'Target', 'Agent', 'Status', 'Outcome'];
@@ -55,8 +55,12 @@ export function ProjectCommands({ project }: ProjectPageProps) {
     (cursor) => api.get<CommandPage>(...commandsGet(project.slug, status, cursor)),
     [project.slug, status],
   );
-  // Issued, delivered and answered commands update in place (the first page read again on a notice).
-  const commands = useLivePaged(paged, project.slug, 'command', () => api.get<CommandPage>(...commandsGet(project.slug, status, null)), (c) => c.id);
+  // Issued, delivered and answered commands update in place (the first page read again on a notice, a command
+  // it names further down on its own).
+  const commands = useLivePaged(paged, project.slug, 'command', () => api.get<CommandPage>(...commandsGet(project.slug, status, null)), (c) => c.id, {
+    noticeIdOf: (c) => c.id,
+    read: (c) => api.get<Command>(`${projectPath(project.slug)}/commands/${c.id}`),
+  });
   return (
     <div class="stack">
       <form class="filters" aria-label="Filter the commands" onSubmit={(e) => e.preventDefault()}>

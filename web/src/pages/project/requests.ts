@@ -30,6 +30,9 @@ export const tasksGet = (slug: string, filters: Query, cursor: string | null): A
   `${projectPath(slug)}/tasks`,
   { ...filters, cursor, limit: TASK_PAGE },
 ];
+/** One task (its detail: the row and its first events). */
+export const taskGet = (slug: string, t: { engine: string; task_id: string }): string =>
+  `${projectPath(slug)}/tasks/${encodeURIComponent(t.engine)}/${encodeURIComponent(t.task_id)}`;
 export const commandsGet = (slug: string, status: string | undefined, cursor: string | null): ApiGet => [
   `${projectPath(slug)}/commands`,
   { status, cursor, limit: COMMAND_PAGE },

@@ -12,7 +12,7 @@ import { TaskStateBadge } from '../../ui/status.tsx';
 import type { ProjectPageProps } from './sections.ts';
 import { TaskCommands } from './task-commands.tsx';
 import { LAZY_FAILED, useLazy } from '../../ui/use-lazy.ts';
-import { projectPath } from './requests.ts';
+import { taskGet } from './requests.ts';
 import { taskHref } from './task-link.ts';
 import { useAgents } from './use-agents.ts';
 
@@ -73,8 +73,7 @@ function Timeline(props: { task: Detail; nameOf: (id: string | null) => string }
 }
 
 export function TaskDetail({ project, params }: ProjectPageProps) {
-  const id = `${encodeURIComponent(params.engine ?? '')}/${encodeURIComponent(params.task_id ?? '')}`;
-  const path = `${projectPath(project.slug)}/tasks/${id}`;
+  const path = taskGet(project.slug, { engine: params.engine ?? '', task_id: params.task_id ?? '' });
   const task = useResource(() => api.get<Detail>(path), [path]);
   useLive(project.slug, ['task'], (e) => concerns(e, params.task_id) && task.reload());
   const agents = useAgents(project.slug);

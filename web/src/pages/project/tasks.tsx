@@ -13,6 +13,7 @@ import {
   TASK_STATES,
   type Queue,
   type TaskListItem,
+  type TaskDetail,
   type TaskPage,
   type TaskSort,
   type Worker,
@@ -34,7 +35,7 @@ import { PagedSection } from '../../ui/paged-table.tsx';
 import { TaskStateBadge } from '../../ui/status.tsx';
 import { LAZY_FAILED, useLazy } from '../../ui/use-lazy.ts';
 import type { ProjectPageProps } from './sections.ts';
-import { projectPath, reportedGet, TASK_FILTERS, TASK_QUERY, taskFilters, tasksGet } from './requests.ts';
+import { projectPath, reportedGet, TASK_FILTERS, TASK_QUERY, taskFilters, taskGet, tasksGet } from './requests.ts';
 import { taskHref } from './task-link.ts';
 
 /** The export's bound (src/tasks/export.ts EXPORT_MAX_ROWS), said on its links. */
@@ -348,8 +349,15 @@ export function ProjectTasks({ project }: ProjectPageProps) {
     (cursor) => api.get<TaskPage>(...tasksGet(project.slug, filters, cursor)),
     [project.slug, key],
   );
-  // New and changed tasks appear without a reload: the stream says which changed, the first page is read again.
-  const tasks = useLivePaged(paged, project.slug, 'task', () => api.get<TaskPage>(...tasksGet(project.slug, filters, null)), (t) => t.id);
+  // New and changed tasks appear without a reload: the stream says which changed, the first page is read again,
+  // and a task it names further down is read on its own (its search highlights kept).
+  const tasks = useLivePaged(paged, project.slug, 'task', () => api.get<TaskPage>(...tasksGet(project.slug, filters, null)), (t) => t.id, {
+    noticeIdOf: (t) => t.task_id,
+    read: async (t) => {
+      const { events: _events, events_truncated: _truncated, ...row } = await api.get<TaskDetail>(taskGet(project.slug, t));
+      return t.highlights ? { ...row, highlights: t.highlights } : row;
+    },
+  });
   const filtered = TASK_FILTERS.some((k) => query[k]);
   const [suggest, setSuggest] = useState(false);
   const sort = (query.sort as TaskSort | undefined) ?? 'created_at';
