@@ -1,6 +1,7 @@
 // The task dashboard in a real browser against the compiled dist/svc: the overview's key figures and charts, the
 // home across projects, search with highlighted matches (rendered as text, never HTML), sortable columns and a
-// saved view (kept by svc: it shows in a fresh browser context of the same user), CSV export of the filter, row selection and a bulk retry with its progress, bulk delete, failure
+// saved view (kept by svc: it shows in a fresh browser context of the same user), CSV export of the filter, row selection and a bulk retry with its progress, bulk delete,
+// a search and priority retried and deleted as a whole (every match, by the server), failure
 // groups and "retry this group", the task tree and raw events, the Ctrl-K palette, worker actions, a queue purge
 // with its confirm token, dead letters, and a viewer who sees no action. Its own installation: first boot and MFA
 // enrolment go through the API; a long-poll test agent uploads the tasks, a WebSocket test agent (its hello
@@ -259,8 +260,10 @@ test('search highlights the matches in arguments and exceptions, as text', async
   await expect(echo.getByTestId('search-match')).toContainText('<img src=x onerror=alert(1)>');
   await expect(tasks.locator('img')).toHaveCount(0); // the text was never parsed as markup
   await expect(tasks.getByRole('row', { name: /app\.reports\.build/ }).locator('mark')).toHaveText('zebracorn');
-  // A search has no whole-filter retry: the bar says so instead of dropping the button without a word.
-  await expect(page.getByTestId('bulk-unmatchable')).toContainText('select its rows');
+  // A search is retried (or deleted) as a whole like any filter (the last test does both).
+  const bar = page.getByRole('region', { name: 'Bulk actions' });
+  await expect(bar.getByRole('button', { name: 'Retry every task matching the search…' })).toBeVisible();
+  await expect(bar.getByRole('button', { name: 'Delete every task matching the search…' })).toBeVisible();
   await screenshot(page, 'tasks-search');
 
   await filters.getByLabel('Search tasks').fill('ConnectionError');
@@ -273,6 +276,7 @@ test('search highlights the matches in arguments and exceptions, as text', async
   await filters.getByLabel('Priority').selectOption('high');
   await filters.getByRole('button', { name: 'Apply' }).click();
   await expect(bodyRows(tasks)).toHaveCount(2);
+  await expect(bar.getByRole('button', { name: 'Retry every task matching the filters…' })).toBeVisible();
   await filters.getByRole('button', { name: 'Clear filters' }).click();
   await expect(bodyRows(tasks)).toHaveCount(TASK_COUNT);
 });
@@ -688,4 +692,41 @@ test("a new project's task pages before anything ran: each says so and what to d
     await expect(page.locator('.notice.error')).toHaveCount(0);
     await screenshot(page, shot);
   }
+});
+
+test('a search narrowed by priority retried as a whole, then every match of the search deleted: the tasks the search finds, by the server', async () => {
+  // A word in the exceptions of three failures and in the arguments of a fourth task; a fifth fails otherwise.
+  const feeds = [
+    ...[0, 1, 2].flatMap((n) => life(`yak-${n}`, 'app.feeds.pull', 6 - n, fail([n], 'IOError: feed yakfarm unreadable'), n < 2 ? { priority: 'high' } : {})),
+    ...life('yak-args', 'app.feeds.parse', 3, ok(['yakfarm-9'], 20)),
+    ...life('llama-1', 'app.feeds.pull', 2, fail([9], 'IOError: feed llama unreadable'), { priority: 'high' }),
+  ];
+  expect((await lp.upload([lp.eventBatch(feeds)])).body).toMatchObject({ accepted: 1, rejected: 0 });
+  const before = retried().length;
+  await page.goto('/projects/default/tasks?q=yakfarm&priority=high');
+  const tasks = table('Tasks');
+  await expect(bodyRows(tasks)).toHaveCount(2);
+  const bar = page.getByRole('region', { name: 'Bulk actions' });
+  await bar.getByRole('button', { name: 'Retry every task matching the search and filters…' }).click();
+  const dialog = page.getByRole('dialog', { name: 'Retry every task matching the search and filters?' });
+  await expect(dialog).toContainText('not only the rows shown');
+  await dialog.getByRole('button', { name: 'Start bulk retry' }).click();
+  const job = page.getByRole('region', { name: 'Bulk retry' });
+  await expect(job.getByTestId('bulk-progress')).toContainText('2 of 2 tasks done: 2 succeeded', { timeout: 20_000 });
+  expect(retried().slice(before).sort()).toEqual(['yak-0', 'yak-1']);
+  await screenshot(page, 'tasks-search-retry-all');
+  await nav(page, 'Bulk jobs').click();
+  await expect(bodyRows(table('Bulk jobs')).first()).toContainText('search “yakfarm”, priority high');
+
+  await page.goto('/projects/default/tasks?q=yakfarm');
+  await expect(bodyRows(tasks)).toHaveCount(4);
+  await bar.getByRole('button', { name: 'Delete every task matching the search…' }).click();
+  const confirm = page.getByRole('dialog', { name: 'Delete every task matching the search from svc?' });
+  await expect(confirm).toContainText('Every task the search matches goes');
+  await expect(confirm.getByRole('button', { name: 'Cancel' })).toBeFocused();
+  await confirm.getByRole('button', { name: 'Delete tasks' }).click();
+  await expect(page.getByRole('status').filter({ hasText: 'Deleted 4 tasks and 12 events from svc.' })).toBeVisible();
+  await expect(page.getByText('No task matches this search')).toBeVisible();
+  await page.goto('/projects/default/tasks?q=llama');
+  await expect(bodyRows(tasks)).toHaveCount(1);
 });

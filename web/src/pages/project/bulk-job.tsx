@@ -44,12 +44,12 @@ export function JobProgress(props: { job: BulkJob }) {
   );
 }
 
-/** What a filter froze, in a few words. */
+/** What a filter froze, in a few words (the task list's q is its search). */
 export function filterText(filter: Record<string, unknown>): string {
   const ids = Array.isArray(filter.task_ids) ? filter.task_ids.length : 0;
   const rest = Object.entries(filter)
     .filter(([k]) => k !== 'task_ids')
-    .map(([k, v]) => `${k.replace(/_/g, ' ')} ${String(v)}`);
+    .map(([k, v]) => (k === 'q' ? `search “${String(v)}”` : `${k.replace(/_/g, ' ')} ${String(v)}`));
   return [ids > 0 ? plural(ids, 'chosen task') : '', ...rest].filter(Boolean).join(', ') || 'every task';
 }
 
