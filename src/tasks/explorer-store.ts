@@ -80,26 +80,84 @@ export interface Keyed {
   tie: string | number;
 }
 
+/** A page reads at most this many of the project's tasks in the sort's order when the filter has
+ * conditions its index does not serve (see walked). */
+export const LIST_SCAN_BUDGET = 2_000;
+
+/** A page, and where its walk stopped when it read LIST_SCAN_BUDGET tasks before finding `limit`
+ * matches: that task's sort values and tie-breaker (the cursor continues after it; null otherwise). */
+export interface KeysetPage {
+  rows: Keyed[];
+  stopped: { keys: Record<string, unknown>; tie: string | number } | null;
+}
+
+type Part = KeysetPage & { read: number };
+
 /** One page in the sort's order. A sort on a column that may be empty lists the rows where it is
  * set, then those where it is not (each by the sort's index: `IS NOT NULL` / `IS NULL` as a range of it). */
-export async function keysetPage(ex: Executor, q: KeysetQuery): Promise<Keyed[]> {
+export async function keysetPage(ex: Executor, q: KeysetQuery): Promise<KeysetPage> {
   const spec = SORT_SPECS[q.sort];
   const tie = tieOf(q.sort, ex.dialect);
-  const base = [sql`project_id = ${q.projectId}`, ...filterSql(q.filter), ...(q.extra ?? [])];
   const access = await accessOf(ex, q);
-  if (!spec.nullable) return pageOf(ex, q, access, base, q.after ? [keyAfter(ex, spec.columns, tie, q.after, q.order)] : []);
+  const { served, rest } = splitFilter(q, access);
+  const base = [sql`project_id = ${q.projectId}`, ...served, ...(q.extra ?? [])];
+  const part = async (limit: number, keys: SQL[], budget: number): Promise<Part> =>
+    rest.length > 0 ? walked(ex, { ...q, limit }, access, base, rest, keys, budget) : { rows: await pageOf(ex, { ...q, limit }, access, base, keys), stopped: null, read: 0 };
+  if (!spec.nullable) return part(q.limit, q.after ? [keyAfter(ex, spec.columns, tie, q.after, q.order)] : [], LIST_SCAN_BUDGET);
   const column = spec.columns[0]!;
-  const rows: Keyed[] = [];
+  let set: Part = { rows: [], stopped: null, read: 0 };
   if (!q.after || q.after.key[0] !== null) {
     const keys = [sql.raw(`${column} IS NOT NULL`)];
     if (q.after) keys.push(keyAfter(ex, spec.columns, tie, q.after, q.order));
-    rows.push(...(await pageOf(ex, q, access, base, keys)));
-    if (rows.length >= q.limit) return rows;
+    set = await part(q.limit, keys, LIST_SCAN_BUDGET);
+    if (set.rows.length >= q.limit || set.stopped) return set;
   }
   const nulls = [sql.raw(`${column} IS NULL`)];
   if (q.after && q.after.key[0] === null) nulls.push(sql`${sql.raw(tie)} ${sql.raw(q.order === 'desc' ? '<' : '>')} ${q.after.id}`);
-  rows.push(...(await pageOf(ex, { ...q, limit: q.limit - rows.length }, access, base, nulls)));
-  return rows;
+  const unset = await part(q.limit - set.rows.length, nulls, LIST_SCAN_BUDGET - set.read);
+  return { rows: [...set.rows, ...unset.rows], stopped: unset.stopped };
+}
+
+/** The filter's conditions the page's index serves as a range of it (the state before created_at in
+ * tasks_project_state_created, first-seen bounds in the first-seen sort), and the rest, checked row by
+ * row as the index is walked: rare matches, or none, would have a page read the whole project. A
+ * search's conditions, a few rows by rowid or a small project's own rows sorted leave nothing to walk. */
+function splitFilter(q: KeysetQuery, access: Access): { served: SQL[]; rest: SQL[] } {
+  if (q.rowids || access.sorts || (q.extra?.length ?? 0) > 0) return { served: filterSql(q.filter), rest: [] };
+  const served: ExplorerFilter = {};
+  const rest: ExplorerFilter = { ...q.filter };
+  const serve = (k: 'state' | 'since' | 'until') => {
+    if (rest[k] === undefined) return;
+    Object.assign(served, { [k]: rest[k] });
+    delete rest[k];
+  };
+  if (q.sort === 'created_at' || q.sort === 'state') serve('state');
+  if (q.sort === 'created_at') {
+    serve('since');
+    serve('until');
+  }
+  return { served: filterSql(served), rest: filterSql(rest) };
+}
+
+/** A page whose `rest` conditions are checked as the sort's index is walked, reading at most `budget`
+ * tasks: their keys and whether each matches (one statement), then the rows that match. */
+async function walked(ex: Executor, q: KeysetQuery, access: Access, base: SQL[], rest: SQL[], keys: SQL[], budget: number): Promise<Part> {
+  if (q.limit <= 0 || budget <= 0) return { rows: [], stopped: null, read: 0 };
+  const columns = SORT_SPECS[q.sort].columns;
+  const tie = tieOf(q.sort, ex.dialect);
+  const orderBy = orderOf(q, tie);
+  const read = await ex.all<Record<string, unknown>>(
+    sql`SELECT ${sql.raw(tie)} AS tie_, ${sql.raw(columns.join(', '))}, CASE WHEN ${and(rest)} THEN 1 ELSE 0 END AS hit_
+      FROM ${access.from} WHERE ${and([...base, ...keys])} ORDER BY ${orderBy} LIMIT ${budget}`,
+  );
+  const hits = read.filter((r) => Number(r.hit_) === 1).slice(0, q.limit);
+  const last = read[read.length - 1];
+  const stopped = hits.length < q.limit && read.length === budget && last ? { keys: last, tie: last.tie_ as string | number } : null;
+  if (hits.length === 0) return { rows: [], stopped, read: read.length };
+  const rows = await ex.all<Record<string, unknown>>(
+    sql`SELECT ${sql.raw(tie)} AS tie_, ${SELECT} FROM tasks WHERE ${sql.raw(tie)} IN (${sql.join(hits.map((h) => sql`${h.tie_}`), sql`, `)}) ORDER BY ${orderBy}`,
+  );
+  return { rows: keyedRows(ex, rows), stopped, read: read.length };
 }
 
 function keyAfter(ex: Executor, columns: string[], tie: string, after: { key: KeyValue[]; id: string | number }, order: Order): SQL {
@@ -179,8 +237,7 @@ async function accessOf(ex: Executor, q: KeysetQuery): Promise<Access> {
 async function pageOf(ex: Executor, q: KeysetQuery, access: Access, conds: SQL[], keys: SQL[]): Promise<Keyed[]> {
   if (q.limit <= 0) return [];
   const tie = tieOf(q.sort, ex.dialect);
-  const dir = q.order === 'desc' ? 'DESC' : 'ASC';
-  const orderBy = sql.raw([...SORT_SPECS[q.sort].columns, tie].map((c) => `${c} ${dir}`).join(', '));
+  const orderBy = orderOf(q, tie);
   if (q.rowids) conds = [...conds, sql`rowid IN (SELECT value FROM json_each(${JSON.stringify(q.rowids)}))`];
   const all = [...conds, ...keys];
   // Rows to be sorted (a set of rowids, a project's own rows): their keys are sorted, then the
@@ -194,13 +251,18 @@ async function pageOf(ex: Executor, q: KeysetQuery, access: Access, conds: SQL[]
       : sql`SELECT ${sql.raw(tie)} AS tie_, ${SELECT} FROM tasks WHERE id IN (
           SELECT id FROM (SELECT ${sql.raw([...new Set([...SORT_SPECS[q.sort].columns, 'id'])].join(', '))} FROM tasks WHERE ${and(conds)} OFFSET 0) AS own
           ${keys.length > 0 ? sql`WHERE ${and(keys)}` : sql``} ORDER BY ${orderBy} LIMIT ${q.limit}) ORDER BY ${orderBy}`;
-  const rows = await ex.all<Record<string, unknown>>(text);
-  return rows.map((r) => {
+  return keyedRows(ex, await ex.all<Record<string, unknown>>(text));
+}
+
+const orderOf = (q: KeysetQuery, tie: string): SQL => sql.raw([...SORT_SPECS[q.sort].columns, tie].map((c) => `${c} ${q.order === 'desc' ? 'DESC' : 'ASC'}`).join(', '));
+
+/** Rows read with their tie-breaker as `tie_`. */
+const keyedRows = (ex: Executor, rows: Record<string, unknown>[]): Keyed[] =>
+  rows.map((r) => {
     const t = r.tie_ as string | number;
     delete r.tie_;
     return { row: decoded(ex, r), tie: t };
   });
-}
 
 // --- search -------------------------------------------------------------------
 
@@ -217,12 +279,16 @@ export interface FtsWalk {
   close(): void;
 }
 
-/** SQLite: which tasks a walk of the full-text index takes (ftsWalk): a project's, and on a small
- * project none stored before its first task. */
+/** SQLite: which tasks a walk of the full-text index takes (ftsWalk): a project's (null: any, the
+ * caller checks), and on a small project none stored before its first task. */
 export interface SearchScope {
-  projectId: string;
+  projectId: string | null;
   firstRowid: number | null;
 }
+
+/** SQLite: the walk's scope for a caller that checks the project itself: the small project's first
+ * task ends it (a search whose matches fit one page would otherwise read every other project's). */
+export const searchFloor = async (ex: Executor, projectId: string): Promise<SearchScope> => ({ projectId: null, firstRowid: (await sizeOf(ex, projectId, 51)).firstRowid });
 
 /** SQLite: the scope of a walk that must see the project's tasks only; null when no other project
  * has any (two index seeks), so the walk reads no task rows. */
@@ -236,8 +302,8 @@ export async function searchScope(ex: Executor, projectId: string): Promise<Sear
 
 /** SQLite: the rowids of tasks matching an FTS5 expression (from search.ts fts5Query) in rowid
  * order (the order tasks were first stored), after `afterRowid`, read on demand: one statement, so
- * FTS5 merges a prefix term's doclists once per walk, not per batch. Tasks of any project, or with
- * `scope` that project's only: each entry's task row is read by rowid, and other projects' tasks are
+ * FTS5 merges a prefix term's doclists once per walk, not per batch. Tasks of any project, or with a
+ * `scope` naming a project that project's only: each entry's task row is read by rowid, and other projects' tasks are
  * skipped but count towards a budget; its `firstRowid`, when known, ends the walk below the project's
  * first task. A task's entries are 2r and 2r+1 (src/tasks/store.ts indexForSearch), adjacent in this
  * order, so one that matches in both is taken once. A statement of its own (never a cached one
@@ -254,11 +320,12 @@ export function ftsWalk(ex: Executor, match: string, order: Order, afterRowid: n
     bound.push(2 * scope.firstRowid);
   }
   // CROSS JOIN keeps the index outermost: its rowid order is the walk's.
-  const from = scope ? 'tasks_fts AS f CROSS JOIN tasks AS t ON t.rowid = f.rowid >> 1' : 'tasks_fts AS f';
+  const mine = scope?.projectId ?? null;
+  const from = mine !== null ? 'tasks_fts AS f CROSS JOIN tasks AS t ON t.rowid = f.rowid >> 1' : 'tasks_fts AS f';
   const statement = sqliteClient(ex).prepare<{ task: number; mine: number }, (string | number)[]>(
-    `SELECT f.rowid >> 1 AS task, ${scope ? 't.project_id = ?' : '1'} AS mine FROM ${from} WHERE ${conds.join(' AND ')} ORDER BY f.rowid ${order === 'desc' ? 'DESC' : 'ASC'}`,
+    `SELECT f.rowid >> 1 AS task, ${mine !== null ? 't.project_id = ?' : '1'} AS mine FROM ${from} WHERE ${conds.join(' AND ')} ORDER BY f.rowid ${order === 'desc' ? 'DESC' : 'ASC'}`,
   );
-  const rows = statement.iterate(...(scope ? [scope.projectId, ...bound] : bound));
+  const rows = statement.iterate(...(mine !== null ? [mine, ...bound] : bound));
   let ended = false;
   let last: number | null = null;
   let read = 0;

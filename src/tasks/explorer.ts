@@ -21,6 +21,7 @@ import {
   ftsWalk,
   keysetPage,
   pgSearchCondition,
+  searchFloor,
   searchScope,
   tasksAtRowids,
   tasksWithId,
@@ -30,6 +31,7 @@ import {
   workerStateCounts,
   type ExplorerFilter,
   type Keyed,
+  type KeysetPage,
   type TreeRow,
 } from './explorer-store.ts';
 import { decodeCursor, encodeCursor, keyCursorOf, tieOf, type Cursor, type Order, type Sort } from './paging.ts';
@@ -75,6 +77,9 @@ interface RowsPage {
   exact: TaskRow[];
   /** SQLite, a search sorted by another column than created_at: matches were left out of the sort. */
   truncated?: boolean;
+  /** The page read its budget of tasks (explorer-store.ts LIST_SCAN_BUDGET) before it was full: `next`
+   * continues the walk. */
+  walkStopped?: boolean;
 }
 
 /** One page of the filter: `limit` rows at most; `extra`, conditions on the task row a caller adds to
@@ -90,10 +95,12 @@ async function rowsPage(ex: Executor, projectId: string, q: TaskQuery, search: P
     if (c && (tieOf(sort, ex.dialect) === 'rowid') !== (typeof c.id === 'number')) throw validationFailed([{ location: 'query', path: '/cursor', message: 'is not a cursor this endpoint returned' }]);
     return c ? { key: c.key, id: c.id } : null;
   };
-  const keyed = (rows: Keyed[]): { rows: TaskRow[]; next: Cursor | null } => {
+  const keyed = ({ rows, stopped }: KeysetPage): { rows: TaskRow[]; next: Cursor | null; walkStopped?: boolean } => {
     const page = rows.slice(0, limit);
     const last = page[page.length - 1];
-    return { rows: page.map((k) => k.row), next: rows.length > limit && last ? keyCursorOf(last.row, last.tie, sort, order) : null };
+    if (rows.length > limit && last) return { rows: page.map((k) => k.row), next: keyCursorOf(last.row, last.tie, sort, order) };
+    const next = stopped ? keyCursorOf(stopped.keys, stopped.tie, sort, order) : null;
+    return { rows: page.map((k) => k.row), next, ...(stopped && page.length < limit ? { walkStopped: true } : {}) };
   };
   if (!search) return { ...keyed(await keysetPage(ex, { projectId, filter, sort, order, after: keyAfter(cursor), limit: limit + 1, extra })), exact: [] };
 
@@ -126,7 +133,7 @@ async function rowsPage(ex: Executor, projectId: string, q: TaskQuery, search: P
   if (cursor?.kind === 'key') throw validationFailed([{ location: 'query', path: '/cursor', message: 'belongs to the list without q' }]);
   // Recency order: walk the index by rowid, a growing batch at a time, each batch's rows checked
   // against the project and the filter.
-  const walk = ftsWalk(ex, match, order, cursor?.kind === 'rowid' ? cursor.rowid : null);
+  const walk = ftsWalk(ex, match, order, cursor?.kind === 'rowid' ? cursor.rowid : null, await searchFloor(ex, projectId));
   try {
     const found: Keyed[] = [];
     let batch = Math.max(64, limit + 1);
@@ -158,7 +165,12 @@ export async function listTasks(ex: Executor, projectId: string, q: TaskQuery): 
     const task = toTaskPublic(row);
     return search ? { ...task, highlights: highlightsOf(task, search) } : task;
   };
-  return { items: [...page.exact, ...page.rows].map(item), next_cursor: page.next ? encodeCursor(page.next) : null, search_truncated: page.truncated ?? false };
+  return {
+    items: [...page.exact, ...page.rows].map(item),
+    next_cursor: page.next ? encodeCursor(page.next) : null,
+    search_truncated: page.truncated ?? false,
+    scan_limited: page.walkStopped ?? false,
+  };
 }
 
 /** Every task of the filter in the list's order, a page at a time, at most `max` (exports, bulk filters

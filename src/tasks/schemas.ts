@@ -63,6 +63,10 @@ export const TaskPage = Answer(
   {
     items: Type.Array(TaskListItem),
     next_cursor: Nullable(Type.String()),
+    scan_limited: Type.Boolean({
+      description:
+        'true when the page read its budget of tasks (2,000, in the sort\'s order) before it held `limit` matches of a filter its index does not serve (a name, queue, worker, engine, priority, or a state in a sort other than created_at or state): it may hold fewer rows, even none, and next_cursor continues from the last task read. Always false with q',
+    }),
     search_truncated: Type.Boolean({
       description:
         'true when the search left matches out of the sort: on SQLite a search sorted by another column than created_at sorts the project\'s 5,000 most recent matches found among the 20,000 most recent of all projects; narrow q or sort by created_at for the rest. Always false otherwise',

@@ -20,6 +20,9 @@ export interface Paged<T> {
   reload: () => Promise<void>;
 }
 
+/** Empty pages with a cursor read through before one is shown. */
+const EMPTY_PAGE_HOPS = 9;
+
 export function usePaged<T>(fetchPage: (cursor: string | null) => Promise<Page<T>>, deps: unknown[]): Paged<T> {
   const [items, setItems] = useState<T[]>([]);
   const [next, setNext] = useState<string | null>(null);
@@ -33,7 +36,12 @@ export function usePaged<T>(fetchPage: (cursor: string | null) => Promise<Page<T
     const mine = cursor === null ? ++generation.current : generation.current;
     if (cursor !== null) setLoadingMore(true);
     try {
-      const page = await fetchPage(cursor);
+      let page = await fetchPage(cursor);
+      // A page may come back empty with a cursor (the task list reads a budget of tasks a page when its
+      // index does not serve the filter): read on a few times before showing nothing.
+      for (let hop = 0; page.items.length === 0 && page.next_cursor !== null && hop < EMPTY_PAGE_HOPS && mine === generation.current; hop++) {
+        page = await fetchPage(page.next_cursor);
+      }
       if (mine !== generation.current) return;
       setItems((old) => (cursor === null ? page.items : [...old, ...page.items]));
       setNext(page.next_cursor);
