@@ -533,8 +533,7 @@ export const SETTINGS = {
     default: 2,
     min: 1,
     max: 100,
-    description:
-      'Task exports (GET .../tasks/export.csv and .ndjson) one user, API keys included, may stream at once in one svc process, each holding a database reader; the next is refused with 429 until one ends.',
+    description: 'Task exports (GET .../tasks/export.csv and .ndjson) one user, API keys included, may stream at once in one svc process, each holding a database reader; the next is refused with 429 until one ends.',
   }),
 
   // --- live dashboard updates (src/live/, src/signals/) ------------------------------

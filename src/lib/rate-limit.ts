@@ -47,3 +47,30 @@ export function limiterFor(owner: object, name: string, limit: number, windowMs:
   if (!limiter) registry.set(name, (limiter = new RateLimiter(limit, windowMs)));
   return limiter;
 }
+
+/** Things one key holds open at once (a user's task exports), counted in this process. */
+export class ConcurrencyLimit {
+  private readonly held = new Map<string, number>();
+
+  constructor(readonly limit: number) {}
+
+  /** A place for `key`: its release (once; later calls do nothing), or null while `key` holds `limit` places. */
+  take(key: string): (() => void) | null {
+    const n = this.held.get(key) ?? 0;
+    if (n >= this.limit) return null;
+    this.held.set(key, n + 1);
+    let released = false;
+    return () => {
+      if (released) return;
+      released = true;
+      const left = (this.held.get(key) ?? 1) - 1;
+      if (left > 0) this.held.set(key, left);
+      else this.held.delete(key);
+    };
+  }
+
+  /** Places `key` holds now. */
+  countOf(key: string): number {
+    return this.held.get(key) ?? 0;
+  }
+}

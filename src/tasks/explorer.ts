@@ -197,12 +197,6 @@ export async function* tasksOfFilter(
   }
 }
 
-/** Checks a query the way listTasks would before a stream starts (an export answers 422 up front, not mid-stream). */
-export function checkTaskQuery(q: TaskQuery): void {
-  if (q.q !== undefined) parseSearch(q.q);
-  if (q.cursor) decodeCursor(q.cursor, q.sort ?? 'created_at', q.order ?? 'desc');
-}
-
 // --- the tree -------------------------------------------------------------------
 
 export interface TreeLimits {

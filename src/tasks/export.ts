@@ -7,7 +7,7 @@ import type { Executor } from '../db/connect.ts';
 import { logger } from '../lib/log.ts';
 import { tasksOfFilter, type TaskQuery } from './explorer.ts';
 import type { TaskPublic } from './schemas.ts';
-import { toTaskPublic } from './service.ts';
+import { toTaskPublic, type TaskRow } from './service.ts';
 
 const log = logger('tasks.export');
 
@@ -37,22 +37,43 @@ export type ExportFormat = 'csv' | 'ndjson';
 
 export const EXPORT_MEDIA: Record<ExportFormat, string> = { csv: 'text/csv; charset=utf-8', ndjson: 'application/x-ndjson; charset=utf-8' };
 
-/** The export of a filter as a byte stream; rows are read as the client takes them. */
-export function exportStream(ex: Executor, projectId: string, q: Omit<TaskQuery, 'cursor' | 'limit'>, format: ExportFormat, fields: readonly ExportField[], max: number): ReadableStream<Uint8Array> {
+/** The export of a filter as a byte stream. The first page is read before this returns: a query the
+ * search refuses or a failing read throws here, so the route answers the error envelope instead of starting
+ * a download. Later pages are read as the client takes them; a read failing then can only end the stream
+ * broken (the status and headers are gone): it is logged, and the response stops without its end (no
+ * last chunk), so the client sees a failed, truncated download, never a short file that looks complete. `done` runs once, when the stream has ended
+ * in any way: read to the end, failed (the first page included), or cancelled (the client went away). */
+export async function openExport(
+  ex: Executor,
+  projectId: string,
+  q: Omit<TaskQuery, 'cursor' | 'limit'>,
+  format: ExportFormat,
+  fields: readonly ExportField[],
+  max: number,
+  done: () => void = () => {},
+): Promise<ReadableStream<Uint8Array>> {
   const encoder = new TextEncoder();
   const pick = (t: TaskPublic) => Object.fromEntries(fields.map((f) => [f, t[f]]));
   const pages = tasksOfFilter(ex, projectId, q, max);
-  let headed = format !== 'csv';
+  let ended = false;
+  const end = () => {
+    if (ended) return;
+    ended = true;
+    done();
+  };
+  let next: IteratorResult<TaskRow[]> | null;
+  try {
+    next = await pages.next();
+  } catch (err) {
+    end();
+    throw err;
+  }
+  let text = format === 'csv' ? csvLine([...fields]) : '';
   return new ReadableStream<Uint8Array>(
     {
       async pull(controller) {
         try {
-          let text = '';
-          if (!headed) {
-            headed = true;
-            text += csvLine([...fields]);
-          }
-          const next = await pages.next();
+          next ??= await pages.next();
           if (!next.done) {
             for (const row of next.value) {
               const task = toTaskPublic(row);
@@ -60,14 +81,20 @@ export function exportStream(ex: Executor, projectId: string, q: Omit<TaskQuery,
             }
           }
           if (text !== '') controller.enqueue(encoder.encode(text));
-          if (next.done) controller.close();
+          text = '';
+          if (next.done) {
+            controller.close();
+            end();
+          }
+          next = null;
         } catch (err) {
-          // Headers are gone: the stream ends broken, so the client sees an incomplete file, never a short "complete" one.
-          log.error({ err: String(err) }, 'task export failed');
+          log.error({ err: String(err) }, 'task export failed after it started; the client gets a truncated download');
           controller.error(err);
+          end();
         }
       },
       async cancel() {
+        end();
         await pages.return(undefined);
       },
     },

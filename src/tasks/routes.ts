@@ -5,11 +5,13 @@
 import { Type, type TProperties } from '@sinclair/typebox';
 import { Elysia, t } from 'elysia';
 import { grantOf, guarded } from '../access/guard.ts';
+import { ApiError } from '../http/errors.ts';
 import { ProjectPath, ProjectSlug } from '../http/schemas.ts';
 import { taskEvents } from '../ingest/service.ts';
+import { ConcurrencyLimit } from '../lib/rate-limit.ts';
 import type { AppContext } from '../server/context.ts';
-import { checkTaskQuery, listTasks, taskEventHistory, taskTree, workerDetail } from './explorer.ts';
-import { EXPORT_FIELDS, EXPORT_MAX_ROWS, EXPORT_MEDIA, exportStream, type ExportField, type ExportFormat } from './export.ts';
+import { listTasks, taskEventHistory, taskTree, workerDetail } from './explorer.ts';
+import { EXPORT_FIELDS, EXPORT_MAX_ROWS, EXPORT_MEDIA, openExport, type ExportField, type ExportFormat } from './export.ts';
 import { SORTS } from './paging.ts';
 import { QueuePublic, TaskDetail, TaskEventPage, TaskPage, TaskStateSchema, TaskTree, WorkerDetail, WorkerPublic } from './schemas.ts';
 import { MAX_QUERY_CHARS } from './search.ts';
@@ -55,16 +57,31 @@ const EXPORT_QUERY = Type.Object({
   ),
 });
 
-/** An export route: the same filter as the list, streamed in `format`. */
-function exportRoute(ctx: AppContext, format: ExportFormat) {
+/** Seconds a caller over SVC_TASK_EXPORTS_PER_USER is told to wait (Retry-After). */
+const EXPORT_RETRY_AFTER = 10;
+
+/** An export route: the same filter as the list, streamed in `format`; `open` counts each user's exports
+ * (both formats together) while they stream. */
+function exportRoute(ctx: AppContext, format: ExportFormat, open: ConcurrencyLimit) {
   return {
-    handler: ({ request, query }: { request: Request; query: Record<string, unknown> & { limit?: number; fields?: string } }) => {
+    handler: async ({ request, query }: { request: Request; query: Record<string, unknown> & { limit?: number; fields?: string } }) => {
       const { limit, fields, ...filter } = query;
-      checkTaskQuery(filter);
-      const project = grantOf(request).project;
+      const { who, project } = grantOf(request);
       const columns = fields ? (fields.split(',') as ExportField[]) : EXPORT_FIELDS;
       const stamp = new Date().toISOString().replace(/[:.]/g, '-');
-      const body = exportStream(ctx.db, project.id, filter, format, columns, limit ?? EXPORT_MAX_ROWS);
+      // A user's API keys count with the user: the cap bounds the database readers one person holds.
+      const release = open.take(who.user.id);
+      if (!release) {
+        throw new ApiError(
+          429,
+          'too_many_exports',
+          `at most ${open.limit} task export${open.limit === 1 ? '' : 's'} at once per user; try again when one has finished`,
+          { limit: open.limit, retry_after_seconds: EXPORT_RETRY_AFTER },
+          { 'retry-after': String(EXPORT_RETRY_AFTER) },
+        );
+      }
+      // The first page is read here: a bad query or a failing read answers the error envelope, not a download.
+      const body = await openExport(ctx.db, project.id, filter, format, columns, limit ?? EXPORT_MAX_ROWS, release);
       return new Response(body, {
         headers: {
           'content-type': EXPORT_MEDIA[format],
@@ -76,12 +93,16 @@ function exportRoute(ctx: AppContext, format: ExportFormat) {
     },
     options: guarded(ctx, {
       summary: `The list's filter as ${format === 'csv' ? 'CSV (RFC 4180, a header row; text that a spreadsheet would run as a formula is prefixed with an apostrophe)' : 'NDJSON (one task per line)'}, streamed in the list's order`,
-      description: `At most ${EXPORT_MAX_ROWS} rows (limit lowers it); narrow the filter (since/until) for more. Filters, q, sort and order as GET /tasks.`,
+      description:
+        `At most ${EXPORT_MAX_ROWS} rows (limit lowers it); narrow the filter (since/until) for more. Filters, q, sort and order as GET /tasks. ` +
+        'The first rows are read before the answer starts, so a query GET /tasks refuses gets the same error here; a read failing later ends the download unfinished. ' +
+        'A user (with their API keys) streams at most SVC_TASK_EXPORTS_PER_USER exports at once per svc process; another answers 429 too_many_exports until one ends.',
       access: READ,
       params: ProjectPath,
       query: EXPORT_QUERY,
       ok: Type.String(),
       media: EXPORT_MEDIA[format].split(';')[0]!,
+      errors: { 429: ['too_many_exports'] },
     }),
   };
 }
@@ -90,8 +111,9 @@ function exportRoute(ctx: AppContext, format: ExportFormat) {
 const DETAIL_EVENTS = 200;
 
 export const taskRoutes = (ctx: AppContext) => {
-  const csv = exportRoute(ctx, 'csv');
-  const ndjson = exportRoute(ctx, 'ndjson');
+  const exports = new ConcurrencyLimit(ctx.config.SVC_TASK_EXPORTS_PER_USER);
+  const csv = exportRoute(ctx, 'csv', exports);
+  const ndjson = exportRoute(ctx, 'ndjson', exports);
   return new Elysia({ prefix: '/api/v1/projects/:slug', detail: { tags: ['tasks'] } })
     .get('/tasks', ({ request, query }) => listTasks(ctx.db, grantOf(request).project.id, query), {
       ...guarded(ctx, {
