@@ -1,6 +1,7 @@
 // Live updates in a real browser against the compiled dist/svc: the task list open in a tab shows a task an
 // agent uploads without a reload, within a second of the upload, and its row changes in place when the task
-// finishes. Its own installation; first boot, MFA enrolment and the agent go through the API.
+// finishes, a row further down than the first page too; a filter matching only old tasks reads on and then
+// offers to look further. Its own installation; first boot, MFA enrolment and the agent go through the API.
 import { expect, test, type BrowserContext, type Page } from '@playwright/test';
 import { csrfHeaders, firstAdmin, screenshot } from './browser.ts';
 import { taskEvent, TestAgent } from './node-agent.ts';
@@ -105,4 +106,20 @@ test('a task further down than the first page (loaded by "Load more") changes in
   await expect(row).toContainText('success', { timeout: 3000 });
   await expect(table.getByRole('row')).toHaveCount(61);
   expect(navigations).toBe(0);
+});
+
+test('a filter matching only old tasks: the list reads on through pages that found nothing, then offers to look further', async () => {
+  // 22,000 newer tasks of another name: the list walks 2,000 tasks a page for a name filter (docs/tasks.md),
+  // and reads on through ten such pages by itself.
+  for (let lo = 0; lo < 22_000; lo += 4_400) {
+    const events = Array.from({ length: 4_400 }, (_, k) => taskEvent({ task_id: `noise-${lo + k}`, kind: 'task.received', data: { task_name: 'app.noise.tick' } }));
+    expect((await agent.upload([agent.eventBatch(events)])).body).toMatchObject({ accepted: 1 });
+  }
+  await page.goto('/projects/default/tasks?name=app.tasks.first');
+  const region = page.getByRole('region', { name: 'Tasks', exact: true });
+  await expect(region.getByRole('status')).toHaveText('None found among the tasks read so far; there are more to look through.');
+  await screenshot(page, 'tasks-look-further');
+  await region.getByRole('button', { name: 'Look further' }).click();
+  await expect(region.getByRole('table').getByRole('row', { name: /app\.tasks\.first/ })).toBeVisible();
+  await expect(region.getByRole('button', { name: 'Look further' })).toHaveCount(0);
 });

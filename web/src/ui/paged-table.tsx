@@ -48,22 +48,20 @@ export function PagedSection<T>(props: {
         <>
           <ErrorNotice error={p.error} />
           {p.items.length === 0 ? (
-            !p.error && (
-              <>
-                {props.empty}
-                {p.hasMore && (
-                  // Nothing found yet, but not everything was read (a filter the list checks row by row).
-                  <div class="actions">
-                    <span class="muted small" role="status">
-                      None found among the {props.what}s read so far.
-                    </span>
-                    <button type="button" class="secondary" onClick={() => void p.more()} disabled={p.loadingMore}>
-                      {p.loadingMore ? 'Loading…' : 'Look further'}
-                    </button>
-                  </div>
-                )}
-              </>
-            )
+            !p.error &&
+            (p.hasMore ? (
+              // Nothing found yet, but not everything was read (a filter the list checks row by row).
+              <div class="actions">
+                <span class="muted small" role="status">
+                  None found among the {props.what}s read so far; there are more to look through.
+                </span>
+                <button type="button" class="secondary" onClick={() => void p.more()} disabled={p.loadingMore}>
+                  {p.loadingMore ? 'Loading…' : 'Look further'}
+                </button>
+              </div>
+            ) : (
+              props.empty
+            ))
           ) : (
             <>
               <Table columns={props.columns} head={props.head}>
