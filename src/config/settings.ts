@@ -519,7 +519,7 @@ export const SETTINGS = {
     default: 30,
     min: 1,
     max: 3650,
-    description: 'Hourly task statistics, failure groups and their failed-task lists older than this are pruned (stats, trends and failure groups reach back this far at most).',
+    description: 'Hourly task statistics, failure groups and their failed-task lists older than this are pruned (stats, trends and failure groups reach back this far at most; an answer whose window starts earlier says partial, with kept_since).',
   }),
   SVC_STATS_MINUTE_RETENTION_HOURS: int({
     default: 48,

@@ -10,7 +10,7 @@ import { logger } from '../lib/log.ts';
 import { acquireLease } from '../platform/leases.ts';
 import type { AppContext } from '../server/context.ts';
 import { every } from '../server/schedule.ts';
-import { HOUR, MINUTE, projectIdsWithStats, pruneAggregates, pruneFailedTasks, pruneFailureAggregates, pruneFailureGroups } from './store.ts';
+import { HOUR, MINUTE, projectIdsWithStats, pruneAggregates, pruneFailedTasks, pruneFailureAggregates, pruneFailureGroups, type Span } from './store.ts';
 
 const log = logger('stats.jobs');
 export const STATS_MAINTENANCE_INTERVAL_MS = 300_000;
@@ -34,11 +34,20 @@ async function drain(db: Db, step: (tx: Parameters<Parameters<Db['tx']>[0]>[0]) 
   }
 }
 
+export type StatsRetention = Pick<Config, 'SVC_STATS_RETENTION_DAYS' | 'SVC_STATS_MINUTE_RETENTION_HOURS'>;
+
+/** Where retention stands at `now` (epoch seconds): the rows of each span whose bucket starts before its
+ * cutoff are pruned (or will be on the next pass); from the cutoff on they are kept. */
+export function retentionCutoffs(config: StatsRetention, now: number): Record<Span, number> {
+  return {
+    [MINUTE]: Math.floor((now - config.SVC_STATS_MINUTE_RETENTION_HOURS * 3600) / MINUTE) * MINUTE,
+    [HOUR]: Math.floor((now - config.SVC_STATS_RETENTION_DAYS * 86_400) / HOUR) * HOUR,
+  };
+}
+
 /** One maintenance pass (no lease: the caller holds it). */
-export async function pruneStats(db: Db, config: Pick<Config, 'SVC_STATS_RETENTION_DAYS' | 'SVC_STATS_MINUTE_RETENTION_HOURS'>, nowUs = nowMicros()): Promise<Pruned> {
-  const now = Math.floor(nowUs / 1_000_000);
-  const minuteCutoff = Math.floor((now - config.SVC_STATS_MINUTE_RETENTION_HOURS * 3600) / MINUTE) * MINUTE;
-  const hourCutoff = Math.floor((now - config.SVC_STATS_RETENTION_DAYS * 86_400) / HOUR) * HOUR;
+export async function pruneStats(db: Db, config: StatsRetention, nowUs = nowMicros()): Promise<Pruned> {
+  const { [MINUTE]: minuteCutoff, [HOUR]: hourCutoff } = retentionCutoffs(config, Math.floor(nowUs / 1_000_000));
   const isoCutoff = isoMicros(hourCutoff * 1_000_000);
   const out: Pruned = { minute_rows: 0, hour_rows: 0, failed_tasks: 0, failure_groups: 0 };
   for (const { id } of await projectIdsWithStats(db)) {

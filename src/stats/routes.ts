@@ -33,7 +33,7 @@ export const statsRoutes = (ctx: AppContext) =>
     .get(
       '/api/v1/projects/:slug/trends',
       ({ request, query }) =>
-        trends(ctx.db, grantOf(request).project.id, {
+        trends(ctx.db, ctx.config, grantOf(request).project.id, {
           window: query.window as WindowName | undefined,
           bucket: query.bucket as BucketName | 'auto' | undefined,
           ...(query.task_name !== undefined ? { task_name: query.task_name } : {}),
@@ -52,7 +52,7 @@ export const statsRoutes = (ctx: AppContext) =>
     .get(
       '/api/v1/projects/:slug/failure-groups',
       ({ request, query }) =>
-        failureGroups(ctx.db, grantOf(request).project.id, {
+        failureGroups(ctx.db, ctx.config, grantOf(request).project.id, {
           window: query.window as WindowName | undefined,
           ...(query.limit !== undefined ? { limit: query.limit } : {}),
           ...(query.task_name !== undefined ? { task_name: query.task_name } : {}),

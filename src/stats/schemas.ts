@@ -12,6 +12,17 @@ const literals = (names: readonly string[], description: string) => Type.Union(n
 export const WindowParam = literals(Object.keys(WINDOWS), 'how far back: 1h, 6h, 24h, 7d or 30d (default 24h)');
 export const BucketParam = literals(['auto', ...Object.keys(BUCKETS)], 'width of a point: auto (1m for 1h, 5m for 6h, 15m for 24h, 1h for 7d, 1d for 30d) or 1m, 5m, 15m, 1h, 1d');
 
+/** Said by every answer over a window: whether the window starts before the statistics kept (retention). */
+const Retention = {
+  partial: Type.Boolean({
+    description: 'the window starts before kept_since: statistics that old are pruned (SVC_STATS_RETENTION_DAYS), so the figures cover only the part from kept_since',
+  }),
+  kept_since: Type.String({
+    format: 'date-time',
+    description: 'the oldest time the statistics this answer reads are kept from (hour rows: SVC_STATS_RETENTION_DAYS; minute rows: SVC_STATS_MINUTE_RETENTION_HOURS)',
+  }),
+};
+
 const Rate = Nullable(Type.Number({ minimum: 0, maximum: 1, description: 'failed / (succeeded + failed); null when nothing finished' }));
 const Ms = Nullable(Type.Number({ minimum: 0 }));
 const Trend = Nullable(Type.Union([Type.Literal('rising'), Type.Literal('steady'), Type.Literal('falling')]));
@@ -71,6 +82,7 @@ export const ProjectStats = Answer(
     window: WindowParam,
     since: Timestamp,
     until: Timestamp,
+    ...Retention,
     counts: StateCounts,
     finished: Type.Integer({ description: 'succeeded + failed + revoked + rejected' }),
     failure_rate: Rate,
@@ -114,6 +126,7 @@ export const Trends = Answer(
     bucket_seconds: Type.Integer(),
     since: Timestamp,
     until: Timestamp,
+    ...Retention,
     task_name: Nullable(Type.String()),
     points: Type.Array(TrendPoint),
   },
@@ -151,6 +164,7 @@ export const HomeSummary = Answer(
     window: WindowParam,
     since: Timestamp,
     until: Timestamp,
+    ...Retention,
     attention: Type.Array(AttentionItem),
     totals: Answer({
       projects: Type.Integer(),
@@ -196,6 +210,7 @@ export const FailureGroups = Answer(
     bucket_seconds: Type.Integer(),
     since: Timestamp,
     until: Timestamp,
+    ...Retention,
     total_failures: Type.Integer(),
     groups: Type.Array(FailureGroup),
   },

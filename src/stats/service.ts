@@ -10,6 +10,7 @@ import { isoMicros, nowMicros } from '../lib/clock.ts';
 import { listProjects } from '../projects/service.ts';
 import type { AppContext } from '../server/context.ts';
 import { percentile } from './histogram.ts';
+import { retentionCutoffs, type StatsRetention } from './jobs.ts';
 import { bucketIso } from './rollup.ts';
 import {
   BUCKETS,
@@ -95,6 +96,15 @@ export function partsOf(start: number, end: number): Part[] {
   parts.push({ span: HOUR, from: hs, to: he });
   if (he < end) parts.push({ span: MINUTE, from: he, to: end });
   return parts;
+}
+
+/** What an answer reading `parts` says of retention: `kept_since`, from when the rows it reads are kept
+ * (the latest cutoff of their spans), and `partial` when its window starts before that. Only retention
+ * counts: a project whose first task came after the window's start has everything there is. */
+export function retentionOf(config: StatsRetention, parts: readonly Part[], now = nowSeconds()): { partial: boolean; kept_since: string } {
+  const cutoff = retentionCutoffs(config, now);
+  const kept = Math.max(...parts.map((p) => cutoff[p.span]));
+  return { partial: Math.min(...parts.map((p) => p.from)) < kept, kept_since: bucketIso(kept) };
 }
 
 const rate = (failed: number, succeeded: number): number | null => (failed + succeeded === 0 ? null : round4(failed / (failed + succeeded)));
@@ -262,11 +272,16 @@ function healthOf(s: Omit<Summary, 'attention' | 'health'>): Summary['health'] {
 }
 
 /** The figures of `projects` over `window`, each with its attention items (read together, a few queries in all). */
-async function summarise(ex: Executor, projects: readonly ProjectRef[], window: WindowName): Promise<{ range: { start: number; end: number }; summaries: Map<string, Summary> }> {
-  const range = windowRange(window);
+async function summarise(
+  ex: Executor,
+  config: StatsRetention,
+  projects: readonly ProjectRef[],
+  window: WindowName,
+): Promise<{ range: { start: number; end: number }; kept: ReturnType<typeof retentionOf>; summaries: Map<string, Summary> }> {
+  const now = nowSeconds();
+  const range = windowRange(window, now);
   const ids = projects.map((p) => p.id);
   const mid = range.start + WINDOWS[window] / 2;
-  const now = nowSeconds();
   const parts = partsOf(range.start, range.end);
   const [totals, names, agents, workers, commands, active] = await Promise.all([
     projectTotals(ex, ids, parts),
@@ -308,7 +323,7 @@ async function summarise(ex: Executor, projects: readonly ProjectRef[], window: 
     };
     summaries.set(p.id, { ...base, health: healthOf(base), attention: attentionOf(p, base) });
   }
-  return { range, summaries };
+  return { range, kept: retentionOf(config, parts, now), summaries };
 }
 
 /** Failing background jobs of this process (administrators only: job names are internal). */
@@ -321,7 +336,7 @@ function jobAttention(ctx: AppContext): AttentionItem[] {
 
 /** GET /projects/{slug}/stats. */
 export async function projectStats(ctx: AppContext, who: Principal, project: ProjectRef, window: WindowName): Promise<ProjectStats> {
-  const { range, summaries } = await summarise(ctx.db, [project], window);
+  const { range, kept, summaries } = await summarise(ctx.db, ctx.config, [project], window);
   const s = summaries.get(project.id)!;
   const t = s.totals;
   const finished = finishedOf(t);
@@ -330,6 +345,7 @@ export async function projectStats(ctx: AppContext, who: Principal, project: Pro
     window,
     since: bucketIso(range.start),
     until: bucketIso(range.end),
+    ...kept,
     counts: stateCounts(t),
     finished,
     failure_rate: rate(t.failed, t.succeeded),
@@ -348,7 +364,7 @@ export async function projectStats(ctx: AppContext, who: Principal, project: Pro
 /** GET /home: the summary of every project the caller sees (members: theirs; administrators: all), attention first. */
 export async function homeSummary(ctx: AppContext, who: Principal, window: WindowName): Promise<HomeSummary> {
   const visible = await listProjects(ctx, who, false);
-  const { range, summaries } = await summarise(ctx.db, visible, window);
+  const { range, kept, summaries } = await summarise(ctx.db, ctx.config, visible, window);
   const minutes = (range.end - range.start) / 60;
   const attention: AttentionItem[] = [...visible.flatMap((p) => summaries.get(p.id)!.attention), ...(who.user.is_admin ? jobAttention(ctx) : [])].sort(byUrgency);
   const projects = visible.map((p) => {
@@ -387,6 +403,7 @@ export async function homeSummary(ctx: AppContext, who: Principal, window: Windo
     window,
     since: bucketIso(range.start),
     until: bucketIso(range.end),
+    ...kept,
     attention,
     totals: {
       projects: projects.length,
@@ -420,12 +437,13 @@ export function bucketFor(window: WindowName, bucket: BucketName | 'auto' | unde
 }
 
 /** The head every bucketed answer starts with. */
-const bucketedHead = (window: WindowName, bucket: { name: BucketName; seconds: number }, start: number, end: number) => ({
+const bucketedHead = (config: StatsRetention, window: WindowName, bucket: { name: BucketName; seconds: number }, start: number, end: number, part: Part, now: number) => ({
   window,
   bucket: bucket.name,
   bucket_seconds: bucket.seconds,
   since: bucketIso(start),
   until: bucketIso(end),
+  ...retentionOf(config, [part], now),
 });
 
 /** [start, end) of `count` buckets of `seconds`, the last holding now. */
@@ -441,7 +459,7 @@ function bucketRange(window: WindowName, seconds: number, now = nowSeconds()): {
 const bucketMinutes = (bucketStart: number, seconds: number, now: number): number => Math.max(60, Math.min(seconds, now - bucketStart)) / 60;
 
 /** GET /projects/{slug}/trends. */
-export async function trends(ex: Executor, projectId: string, q: { window?: WindowName; bucket?: BucketName | 'auto'; task_name?: string }): Promise<Trends> {
+export async function trends(ex: Executor, config: StatsRetention, projectId: string, q: { window?: WindowName; bucket?: BucketName | 'auto'; task_name?: string }): Promise<Trends> {
   const window = q.window ?? '24h';
   const bucket = bucketFor(window, q.bucket);
   const now = nowSeconds();
@@ -450,7 +468,7 @@ export async function trends(ex: Executor, projectId: string, q: { window?: Wind
   const sums = await seriesTotals(ex, projectId, part, storedText(q.task_name ?? ''), bucket.seconds);
   const slots = Array.from({ length: count }, (_, i) => sums.get(i) ?? emptyTotals());
   return {
-    ...bucketedHead(window, bucket, start, end),
+    ...bucketedHead(config, window, bucket, start, end, part, now),
     task_name: q.task_name ?? null,
     points: slots.map((t, i) => {
       const runtime = runtimeOf(t);
@@ -472,10 +490,16 @@ export async function trends(ex: Executor, projectId: string, q: { window?: Wind
 // --- failure groups ----------------------------------------------------------------------
 
 /** GET /projects/{slug}/failure-groups: the window's failure groups, most failures first. */
-export async function failureGroups(ex: Executor, projectId: string, q: { window?: WindowName; limit?: number; task_name?: string }): Promise<FailureGroups> {
+export async function failureGroups(
+  ex: Executor,
+  config: StatsRetention,
+  projectId: string,
+  q: { window?: WindowName; limit?: number; task_name?: string },
+): Promise<FailureGroups> {
   const window = q.window ?? '24h';
   const bucket = bucketFor(window, 'auto');
-  const { start, end, part } = bucketRange(window, bucket.seconds);
+  const now = nowSeconds();
+  const { start, end, part } = bucketRange(window, bucket.seconds, now);
   const only = q.task_name === undefined ? null : storedText(q.task_name);
   const counts = (await groupNameCounts(ex, projectId, [part])).filter((r) => only === null || r.task_name === only);
   const perGroup = new Map<string, { failures: number; names: { task_name: string; failures: number }[] }>();
@@ -496,7 +520,7 @@ export async function failureGroups(ex: Executor, projectId: string, q: { window
     if (slot >= 0 && slot < count) spark.get(s.group_key)![slot]! += s.failures;
   }
   return {
-    ...bucketedHead(window, bucket, start, end),
+    ...bucketedHead(config, window, bucket, start, end, part, now),
     total_failures: [...perGroup.values()].reduce((n, g) => n + g.failures, 0),
     groups: top
       .filter(([k]) => byKey.has(k))

@@ -34,15 +34,20 @@ async function project(slug: string): Promise<{ id: string; slug: string }> {
   return { id: r.body.id, slug };
 }
 
-beforeEach(async () => {
-  clock = new ManualClock(NOW);
-  setClock(clock);
-  svc = await liveService({ env: FAST_IDENTITY_ENV });
+/** A service (with `env` besides the defaults), its administrator, projects alpha and beta, and alpha's agent. */
+async function start(env: Record<string, string> = {}): Promise<void> {
+  svc = await liveService({ env: { ...FAST_IDENTITY_ENV, ...env } });
   admin = await mfaAdmin(svc);
   alpha = await project('alpha');
   beta = await project('beta');
   agent = await mintTestAgent(svc, alpha.id, svc.baseUrl, 'alpha-agent');
   expect((await agent.probe()).status).toBe(200);
+}
+
+beforeEach(async () => {
+  clock = new ManualClock(NOW);
+  setClock(clock);
+  await start();
 });
 afterEach(async () => {
   await svc.close();
@@ -311,6 +316,52 @@ describe(`task statistics on ${testDialect()}`, () => {
     expect(later.hour_rows).toBeGreaterThan(0);
     expect(later.failure_groups).toBe(1);
     for (const table of ['task_aggregates', 'failure_aggregates', 'failure_groups', 'failure_group_tasks']) expect(await countRows(svc.ctx.db, table)).toBe(0);
+  });
+
+  test('a window starting before the statistics kept says partial, with kept_since; a window within retention does not, however new the project', async () => {
+    /** Where retention stands at NOW: hour rows after `days`, minute rows after 48 hours (the defaults). */
+    const hourCut = (days: number) => iso(Math.floor((NOW / 1e6 - days * 86_400) / 3600) * 3600 * 1e6);
+    const minuteCut = iso(Math.floor((NOW / 1e6 - 48 * 3600) / 60) * 60 * 1e6);
+    const kept = async (path: string) => {
+      const r = await get(path);
+      return [path, r.partial, r.kept_since];
+    };
+    // The default 30 days: every window is within retention, even 30d.
+    for (const [path, since] of [
+      ['/api/v1/projects/alpha/stats?window=30d', hourCut(30)],
+      ['/api/v1/projects/alpha/trends?window=30d', hourCut(30)],
+      ['/api/v1/projects/alpha/stats?window=24h', minuteCut], // minute rows at the ragged ends: the later cutoff
+      ['/api/v1/projects/alpha/trends?window=24h', minuteCut], // 15-minute buckets read minute rows only
+      ['/api/v1/home?window=30d', hourCut(30)],
+    ]) {
+      expect(await kept(path!)).toEqual([path, false, since]);
+    }
+
+    // Seven days kept: a task finished ten days ago (not yet pruned) and one an hour ago.
+    await svc.close();
+    await start({ SVC_STATS_RETENTION_DAYS: '7' });
+    await upload([...life('old', NOW - 10 * DAY, 'task.succeeded', 10), ...life('new', NOW - HOUR, 'task.failed', 10, { exception: 'KeyError' })]);
+    for (const window of ['30d', '7d']) {
+      const partial = window === '30d';
+      for (const path of [
+        `/api/v1/projects/alpha/stats?window=${window}`,
+        `/api/v1/projects/alpha/trends?window=${window}`,
+        `/api/v1/projects/alpha/failure-groups?window=${window}`,
+        `/api/v1/home?window=${window}`,
+        // beta has no task at all, alpha's first came ten days ago: only retention decides.
+        `/api/v1/projects/beta/stats?window=${window}`,
+      ]) {
+        expect(await kept(path)).toEqual([path, partial, hourCut(7)]);
+      }
+    }
+    // The 7d window starts after the cutoff, the 30d one before it (and still counts the old task until the upkeep runs).
+    const seven = await get('/api/v1/projects/alpha/stats?window=7d');
+    expect(Date.parse(seven.since)).toBeGreaterThanOrEqual(Date.parse(hourCut(7)));
+    expect(seven.finished).toBe(1);
+    expect((await get('/api/v1/projects/alpha/stats?window=30d')).finished).toBe(2);
+    await pruneStats(svc.ctx.db, svc.ctx.config, NOW);
+    const thirty = await get('/api/v1/projects/alpha/stats?window=30d');
+    expect([thirty.partial, thirty.finished]).toEqual([true, 1]);
   });
 
   test('failure groups: messages normalised into groups with counts, first and last seen, task names and a sparkline; their failed tasks listed and paged', async () => {
