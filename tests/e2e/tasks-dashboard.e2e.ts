@@ -134,7 +134,8 @@ async function mintAgent(name: string, project = 'default') {
 }
 
 test.beforeAll(async ({ browser }) => {
-  svc = await startSvc();
+  // Statistics kept a week: the 30-day window reaches back further than that, and says so.
+  svc = await startSvc({ SVC_STATS_RETENTION_DAYS: '7' });
   context = await browser.newContext({ baseURL: svc.url, acceptDownloads: true });
   page = await context.newPage();
   totpSecret = await firstAdmin(page, svc.setupUrl, ADMIN);
@@ -211,6 +212,16 @@ test('the overview shows key figures, attention, the failing tasks and the chart
   await svg.hover({ position: { x: box.width * 0.6, y: box.height / 2 } });
   await expect(trends.getByTestId('chart-runtime').locator('.chart-readout')).toContainText('p95');
   await screenshot(page, 'tasks-overview');
+  // Thirty days reach back before the week of statistics kept: the figures and the charts say from when they count.
+  await glance.getByText('30d', { exact: true }).click();
+  await expect(page).toHaveURL(/window=30d/);
+  await expect(glance.getByTestId('stats-partial')).toContainText('are no longer kept');
+  await expect(trends.getByTestId('chart-partial')).toContainText('are no longer kept');
+  await glance.getByText('7d', { exact: true }).click();
+  await expect(page).toHaveURL(/window=7d/);
+  await expect(trends.getByTestId('chart-throughput').getByRole('img')).toHaveAttribute('aria-label', /168 buckets/);
+  await expect(page.getByTestId('stats-partial')).toHaveCount(0);
+  await expect(page.getByTestId('chart-partial')).toHaveCount(0);
 });
 
 test('home: every project at a glance, with totals, attention and charts', async () => {
@@ -238,9 +249,13 @@ test('home: every project at a glance, with totals, attention and charts', async
   await expect(page.getByTestId('home-chart-throughput').getByRole('img')).toBeVisible();
   await expect(page.getByTestId('home-chart-runtime').getByRole('img')).toHaveAttribute('aria-label', /Default at most .*Billing at most/);
   await screenshot(page, 'tasks-home');
+  await page.getByText('30d', { exact: true }).click();
+  await expect(page.getByTestId('home-partial')).toContainText('are no longer kept');
+  await expect(page.getByTestId('home-chart-partial')).toContainText('are no longer kept');
   await page.getByText('1h', { exact: true }).click();
   await expect(page).toHaveURL(/\/home\?window=1h$/);
   await expect(page.getByTestId('home-chart-throughput').getByRole('img')).toHaveAttribute('aria-label', /60 buckets/);
+  await expect(page.getByTestId('home-chart-partial')).toHaveCount(0);
   await projects.getByRole('link', { name: 'Billing' }).click();
   await expect(page).toHaveURL(/\/projects\/billing\?window=1h$/);
   await expect(page.getByTestId('kpi-finished')).toContainText('2');

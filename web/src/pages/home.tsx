@@ -11,7 +11,7 @@ import { Empty, Loaded, PageHeader, Section, Time } from '../ui/bits.tsx';
 import type { Series } from '../ui/charts.tsx';
 import { KpiCards } from '../ui/kpi.tsx';
 import { Table } from '../ui/table.tsx';
-import { useWindow, WINDOW_LABEL, WindowPicker } from '../ui/window-picker.tsx';
+import { KeptNote, useWindow, WINDOW_LABEL, WindowPicker } from '../ui/window-picker.tsx';
 import { AttentionList, HealthBadge } from './project/overview.tsx';
 import { projectPath } from './project/requests.ts';
 import { TrendCharts } from './project/trend-charts.tsx';
@@ -112,6 +112,8 @@ function HomeCharts(props: { h: HomeSummary; window: StatsWindow }) {
                 failed: sum((x) => x.failed),
                 succeeded: sum((x) => x.succeeded),
                 runtime,
+                // Every project's statistics are kept alike.
+                kept: { partial: first.partial, kept_since: first.kept_since },
               }}
               scope=", all projects"
               runtimeTitle="Run time p95 by project"
@@ -149,6 +151,7 @@ export function HomePage() {
             <div class="stack">
               <Section title="At a glance">
                 <Totals h={h} />
+                <KeptNote kept={h} testId="home-partial" />
               </Section>
               <Section title="Needs attention">
                 <AttentionList items={h.attention} showProject empty="Nothing needs attention" />

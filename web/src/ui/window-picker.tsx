@@ -2,6 +2,7 @@
 // be linked and the back button returns to the previous window.
 import { useLocation } from 'preact-iso';
 import { STATS_WINDOWS, type StatsWindow } from '../api/types.ts';
+import { Time } from './bits.tsx';
 
 export const WINDOW_LABEL: Record<StatsWindow, string> = {
   '1h': 'last hour',
@@ -15,6 +16,23 @@ export const WINDOW_LABEL: Record<StatsWindow, string> = {
 export function useWindow(fallback: StatsWindow = '24h'): StatsWindow {
   const { query } = useLocation();
   return (STATS_WINDOWS as readonly string[]).includes(query.window ?? '') ? (query.window as StatsWindow) : fallback;
+}
+
+/** What the statistics answers say of retention (src/stats/schemas.ts). */
+export interface Kept {
+  partial: boolean;
+  kept_since: string;
+}
+
+/** Under figures or charts whose window starts before the statistics kept: from when they count. */
+export function KeptNote(props: { kept: Kept | undefined; testId: string }) {
+  if (!props.kept?.partial) return null;
+  return (
+    <p class="muted small" data-testid={props.testId}>
+      Statistics from before <Time iso={props.kept.kept_since} /> are no longer kept: this window reaches further back, and that part counts
+      nothing.
+    </p>
+  );
 }
 
 export function WindowPicker(props: { value: StatsWindow }) {

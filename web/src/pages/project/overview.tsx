@@ -19,7 +19,7 @@ import { Form, TextField } from '../../ui/form.tsx';
 import { KpiCards } from '../../ui/kpi.tsx';
 import { Table } from '../../ui/table.tsx';
 import { LAZY_FAILED, useLazy } from '../../ui/use-lazy.ts';
-import { useWindow, WINDOW_LABEL, WindowPicker } from '../../ui/window-picker.tsx';
+import { KeptNote, useWindow, WINDOW_LABEL, WindowPicker } from '../../ui/window-picker.tsx';
 import { archiveProject } from '../projects.tsx';
 import { MintedAgentPanel } from './agent-connect.tsx';
 import { NoAgents } from './agents.tsx';
@@ -277,6 +277,7 @@ function Figures(props: { project: Project }) {
                   'No task events yet.'
                 )}
               </p>
+              <KeptNote kept={s} testId="stats-partial" />
             </>
           )}
         </Loaded>
