@@ -459,7 +459,12 @@ test('a project admin deletes selected tasks from svc behind a confirmation', as
 });
 
 test('failure groups: grouped by exception and message, and "retry this group" starts a job with progress', async () => {
+  // A week of statistics kept (this file's setting): a 30-day window says so, the default one does not.
+  await page.goto('/projects/default/failures?window=30d');
+  await expect(page.getByTestId('failures-partial')).toContainText('are no longer kept');
   await nav(page, 'Failure groups').click();
+  await expect(table('Failure groups').getByRole('row', { name: /ConnectionError/ })).toBeVisible();
+  await expect(page.getByTestId('failures-partial')).toHaveCount(0);
   const groups = table('Failure groups');
   const charge = groups.getByRole('row', { name: /ConnectionError/ });
   await expect(charge).toContainText('could not reach db');

@@ -17,7 +17,7 @@ import { Sparkline } from '../../ui/charts.tsx';
 import { ErrorNotice } from '../../ui/errors.tsx';
 import { TaskStateBadge } from '../../ui/status.tsx';
 import { Table } from '../../ui/table.tsx';
-import { useWindow, WINDOW_LABEL, WindowPicker } from '../../ui/window-picker.tsx';
+import { KeptNote, useWindow, WINDOW_LABEL, WindowPicker } from '../../ui/window-picker.tsx';
 import type { TaskState } from '../../api/types.ts';
 import { BulkJobPanel, startRetryJob } from './bulk-job.tsx';
 import type { ProjectPageProps } from './sections.ts';
@@ -179,17 +179,21 @@ export function ProjectFailures({ project }: ProjectPageProps) {
         <Loaded resource={groups}>
           {(r) =>
             r.groups.length === 0 ? (
-              <Empty title={`No failures in the ${WINDOW_LABEL[window]}`}>
-                <p>
-                  Failed tasks are grouped here by exception and message. Pick a longer window to look further back, or see the{' '}
-                  <a href={`/projects/${project.slug}/tasks`}>tasks</a>.
-                </p>
-              </Empty>
+              <>
+                <Empty title={`No failures in the ${WINDOW_LABEL[window]}`}>
+                  <p>
+                    Failed tasks are grouped here by exception and message. Pick a longer window to look further back, or see the{' '}
+                    <a href={`/projects/${project.slug}/tasks`}>tasks</a>.
+                  </p>
+                </Empty>
+                <KeptNote kept={r} testId="failures-partial" />
+              </>
             ) : (
               <>
                 <p class="muted small">
                   {`${plural(r.total_failures, 'failure')} in ${plural(r.groups.length, 'group')} over the ${WINDOW_LABEL[window]}; numbers and dates in messages are folded (<n>, <uuid>, <time>…), so one cause is one group.`}
                 </p>
+                <KeptNote kept={r} testId="failures-partial" />
                 <Table
                   columns={['Exception and message', 'Failures', `Per ${r.bucket}`, 'Last seen', 'Tasks', '']}
                 >
