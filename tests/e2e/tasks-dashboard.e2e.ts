@@ -416,6 +416,17 @@ test('the export link downloads the filtered rows as CSV', async () => {
   const name = header!.indexOf('name');
   expect(data.every((r) => r[state] === 'failure')).toBe(true);
   expect(data.map((r) => r[name]).sort()).toEqual([...Array(4).fill('app.billing.charge'), 'app.billing.refund', 'app.billing.refund']);
+
+  // An export svc refuses (here: a user's third at once) is said on the page, not left as a broken download.
+  await page.route(/\/tasks\/export\.csv\?/, (r) =>
+    r.fulfill({ status: 429, contentType: 'application/json', headers: { 'retry-after': '10' }, body: JSON.stringify({ error: 'too_many_exports', message: '2 exports of yours are still running; wait for one to finish', details: { limit: 2 }, request_id: 'e2e' }) }),
+  );
+  let downloads = 0;
+  page.on('download', () => downloads++);
+  await link.click();
+  await expect(page.getByRole('alert')).toContainText('The export did not start: 2 exports of yours are still running');
+  expect(downloads).toBe(0);
+  await page.unroute(/\/tasks\/export\.csv\?/);
 });
 
 test('rows selected and retried as a bulk job, its progress shown until every retry is answered', async () => {

@@ -7,7 +7,7 @@
 // delete the selected tasks from svc.
 import { useEffect, useRef, useState } from 'preact/hooks';
 import { useLocation } from 'preact-iso';
-import { api } from '../../api/client.ts';
+import { api, asApiError, type ApiError } from '../../api/client.ts';
 import {
   PRIORITIES,
   TASK_STATES,
@@ -27,6 +27,7 @@ import { usePaged } from '../../lib/use-paged.ts';
 import { useResource } from '../../lib/use-resource.ts';
 import { me } from '../../session.ts';
 import { Badge, Empty, Time } from '../../ui/bits.tsx';
+import { ErrorNotice } from '../../ui/errors.tsx';
 import { TextField } from '../../ui/form.tsx';
 import { FormDialog } from '../../ui/form-dialog.tsx';
 import { marked } from '../../ui/highlight.tsx';
@@ -39,6 +40,7 @@ import { projectPath, reportedGet, TASK_FILTERS, TASK_QUERY, taskFilters, taskGe
 import { taskHref } from './task-link.ts';
 
 /** The export's bound (src/tasks/export.ts EXPORT_MAX_ROWS), said on its links. */
+type ExportFormat = 'csv' | 'ndjson';
 const EXPORT_NOTE = 'The rows the filters, search and sort select, 100,000 at most: narrow with a time range for more';
 
 const loadBulk = () => import('./tasks-bulk.tsx');
@@ -396,22 +398,42 @@ export function ProjectTasks({ project }: ProjectPageProps) {
     route(`${path}${next.size ? `?${next}` : ''}`, true);
   };
   const exportQuery = Object.fromEntries(TASK_QUERY.map((k) => [k, query[k]]));
-  const exportHref = (format: 'csv' | 'ndjson') => apiUrl(`${projectPath(project.slug)}/tasks/export.${format}`, exportQuery);
+  const exportPath = (format: ExportFormat) => `${projectPath(project.slug)}/tasks/export.${format}`;
+  const exportHref = (format: ExportFormat) => apiUrl(exportPath(format), exportQuery);
+  // A download that fails shows only as a failed download: one row is asked for first, so a refusal (too many
+  // exports at once, a filter the list refuses) is said on the page; then the browser downloads the export.
+  const [exportError, setExportError] = useState<ApiError | null>(null);
+  useEffect(() => setExportError(null), [project.slug, key]);
+  const startExport = async (e: Event, format: ExportFormat) => {
+    e.preventDefault();
+    setExportError(null);
+    try {
+      await api.get(exportPath(format), { ...exportQuery, limit: 1 });
+    } catch (err) {
+      setExportError(asApiError(err));
+      return;
+    }
+    const link = document.createElement('a');
+    link.href = exportHref(format);
+    link.download = '';
+    link.click();
+  };
   return (
     <div class="stack">
       <SavedViews slug={project.slug} current={current} />
       {/* Keyed by the filters: the inputs show the URL's values after Clear or back/forward. */}
       <Filters key={key} query={query} onSuggest={() => setSuggest(true)} />
       <Suggestions slug={project.slug} wanted={suggest} />
+      <ErrorNotice error={exportError} title="The export did not start" />
       <PagedSection
         title="Tasks"
         paged={tasks}
         actions={
           <>
-            <a class="button secondary" href={exportHref('csv')} download title={EXPORT_NOTE}>
+            <a class="button secondary" href={exportHref('csv')} download title={EXPORT_NOTE} onClick={(e) => void startExport(e, 'csv')}>
               Export CSV
             </a>
-            <a class="button secondary" href={exportHref('ndjson')} download title={EXPORT_NOTE}>
+            <a class="button secondary" href={exportHref('ndjson')} download title={EXPORT_NOTE} onClick={(e) => void startExport(e, 'ndjson')}>
               Export NDJSON
             </a>
             <LiveBadge state={tasks.live} />
