@@ -152,12 +152,19 @@ async function walked(ex: Executor, q: KeysetQuery, access: Access, base: SQL[],
   );
   const hits = read.filter((r) => Number(r.hit_) === 1).slice(0, q.limit);
   const last = read[read.length - 1];
-  const stopped = hits.length < q.limit && read.length === budget && last ? { keys: last, tie: last.tie_ as string | number } : null;
+  let stopped = hits.length < q.limit && read.length === budget && last ? { keys: last, tie: last.tie_ as string | number } : null;
   if (hits.length === 0) return { rows: [], stopped, read: read.length };
-  const rows = await ex.all<Record<string, unknown>>(
-    sql`SELECT ${sql.raw(tie)} AS tie_, ${SELECT} FROM tasks WHERE ${sql.raw(tie)} IN (${sql.join(hits.map((h) => sql`${h.tie_}`), sql`, `)}) ORDER BY ${orderBy}`,
+  const rows = keyedRows(
+    ex,
+    await ex.all<Record<string, unknown>>(
+      sql`SELECT ${sql.raw(tie)} AS tie_, ${SELECT} FROM tasks WHERE ${sql.raw(tie)} IN (${sql.join(hits.map((h) => sql`${h.tie_}`), sql`, `)}) ORDER BY ${orderBy}`,
+    ),
   );
-  return { rows: keyedRows(ex, rows), stopped, read: read.length };
+  // A match deleted between the two statements (retention, a bulk delete) leaves the page short: the walk
+  // still found a full one, so it goes on after the last match it found, not to the end.
+  const lastHit = hits[hits.length - 1]!;
+  if (!stopped && hits.length === q.limit && rows.length < hits.length) stopped = { keys: lastHit, tie: lastHit.tie_ as string | number };
+  return { rows, stopped, read: read.length };
 }
 
 function keyAfter(ex: Executor, columns: string[], tie: string, after: { key: KeyValue[]; id: string | number }, order: Order): SQL {

@@ -669,4 +669,42 @@ describe(`filters the sort's index does not serve, past a page's budget of tasks
     expect(received.items).toHaveLength(50);
     expect(received.scan_limited).toBe(false);
   });
+
+  test('a match deleted between the walk and the read of its row (retention, a bulk delete) shortens the page, never ends the list', async () => {
+    // The walk reads the tasks' keys, then the rows that match: a delete lands between the two statements.
+    const db = svc.ctx.db;
+    const all = db.all.bind(db);
+    let between: ((walked: Record<string, unknown>[]) => Promise<void>) | null = null;
+    db.all = (async (query: Parameters<typeof db.all>[0]) => {
+      const rows = await all(query);
+      const hook = between;
+      if (hook && JSON.stringify(query).includes('hit_')) {
+        between = null;
+        await hook(rows as Record<string, unknown>[]);
+      }
+      return rows;
+    }) as typeof db.all;
+    try {
+      const sparse = (await svc.ctx.db.all<{ task_id: string }>(sql`SELECT task_id FROM tasks WHERE project_id = ${projectId} AND queue = 'sparse'`)).map((r) => r.task_id);
+      let gone = '';
+      between = async (walked) => {
+        const hit = walked.filter((r) => Number(r.hit_) === 1)[2]!;
+        const [row] = await all<{ task_id: string }>(sql`SELECT task_id FROM tasks WHERE ${sql.raw(typeof hit.tie_ === 'number' ? 'rowid' : 'id')} = ${hit.tie_}`);
+        gone = row!.task_id;
+        await svc.ctx.db.tx((tx) => tx.run(sql`DELETE FROM tasks WHERE project_id = ${projectId} AND task_id = ${gone}`));
+      };
+      const first = await listTasks(db, projectId, { queue: 'sparse', limit: 10 });
+      expect(gone).not.toBe('');
+      expect(first.next_cursor).not.toBeNull();
+      const seen = first.items.map((t) => t.task_id);
+      for (let cursor = first.next_cursor; cursor; ) {
+        const page = await listTasks(db, projectId, { queue: 'sparse', limit: 10, cursor });
+        seen.push(...page.items.map((t) => t.task_id));
+        cursor = page.next_cursor;
+      }
+      expect(seen.sort()).toEqual(sparse.filter((t) => t !== gone).sort());
+    } finally {
+      db.all = all;
+    }
+  });
 });
