@@ -55,7 +55,7 @@ function filterSql(f: ExplorerFilter): SQL[] {
   return conds;
 }
 
-const and = (conds: SQL[]): SQL => sql.join(conds, sql` AND `);
+const and = (conds: SQL[]): SQL => (conds.length > 0 ? sql.join(conds, sql` AND `) : sql`1 = 1`);
 
 /** A key value as bound: PostgreSQL compares runtime_ms as bigint (a float parameter would keep the index out). */
 const bound = (ex: Executor, column: string, v: KeyValue): SQL => (ex.dialect === 'postgres' && column === 'runtime_ms' ? sql`${v}::bigint` : sql`${v}`);
@@ -80,8 +80,8 @@ export interface Keyed {
   tie: string | number;
 }
 
-/** A page reads at most this many of the project's tasks in the sort's order when the filter has
- * conditions its index does not serve (see walked). */
+/** A page reads at most this many tasks in the sort's order (of the project's, or in a slim sort's
+ * index every project's) when the filter has conditions its index does not serve (see walked). */
 export const LIST_SCAN_BUDGET = 2_000;
 
 /** A page, and where its walk stopped when it read LIST_SCAN_BUDGET tasks before finding `limit`
@@ -100,9 +100,13 @@ export async function keysetPage(ex: Executor, q: KeysetQuery): Promise<KeysetPa
   const tie = tieOf(q.sort, ex.dialect);
   const access = await accessOf(ex, q);
   const { served, rest } = splitFilter(q, access);
-  const base = [sql`project_id = ${q.projectId}`, ...served, ...(q.extra ?? [])];
+  const project = sql`project_id = ${q.projectId}`;
+  const base = [project, ...served, ...(q.extra ?? [])];
+  // The index of a slim sort holds every project's tasks: a walk's budget counts its entries, other
+  // projects' too, or a page of a project with a fiftieth of the tasks would read fifty times as many.
+  const walk = spec.slim ? { base: [...served, ...(q.extra ?? [])], rest: [project, ...rest] } : { base, rest };
   const part = async (limit: number, keys: SQL[], budget: number): Promise<Part> =>
-    rest.length > 0 ? walked(ex, { ...q, limit }, access, base, rest, keys, budget) : { rows: await pageOf(ex, { ...q, limit }, access, base, keys), stopped: null, read: 0 };
+    rest.length > 0 ? walked(ex, { ...q, limit }, access, walk.base, walk.rest, keys, budget) : { rows: await pageOf(ex, { ...q, limit }, access, base, keys), stopped: null, read: 0 };
   if (!spec.nullable) return part(q.limit, q.after ? [keyAfter(ex, spec.columns, tie, q.after, q.order)] : [], LIST_SCAN_BUDGET);
   const column = spec.columns[0]!;
   let set: Part = { rows: [], stopped: null, read: 0 };

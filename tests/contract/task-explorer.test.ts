@@ -670,6 +670,33 @@ describe(`filters the sort's index does not serve, past a page's budget of tasks
     expect(received.scan_limited).toBe(false);
   });
 
+  test("in a sort whose index holds every project's tasks (runtime), other projects' entries count towards the walk: short pages, every match once", async () => {
+    // 4,000 tasks of another project, their runtimes among this project's.
+    const crowd = await insertProject(svc.ctx.db, 'crowd-explorer');
+    const pg = svc.ctx.db.dialect === 'postgres';
+    const numbers = pg ? sql`SELECT i FROM generate_series(1, 4000) AS g(i)` : sql`WITH RECURSIVE g(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM g WHERE i < 4000) SELECT i FROM g`;
+    const at = nowIso();
+    await svc.ctx.db.tx((tx) =>
+      tx.run(sql`INSERT INTO tasks (id, project_id, engine, task_id, name, queue, state, state_tier, state_at, finished_at, runtime_ms, tags, created_at, updated_at)
+        SELECT ${pg ? sql`gen_random_uuid()::text` : sql`lower(hex(randomblob(16)))`}, ${crowd.id}, 'celery', 'crowd-' || i, 'app.crowd', 'tiny', 'success', 1, ${at}, ${at}, i, '[]', ${at}, ${at} FROM (${numbers}) AS g`),
+    );
+    await ingest([10, 1000, 2000, 3000, 3990].map((ms, i) => ev('task.succeeded', `tiny-${i}`, { task_name: 'app.tiny', queue: 'tiny', runtime_ms: ms })));
+    forgetSortChoices();
+    const seen: string[] = [];
+    let cursor: string | null = null;
+    let short = 0;
+    for (let pages = 0; pages < 20; pages++) {
+      const page: any = await get(`/tasks?queue=tiny&sort=runtime_ms&limit=50${cursor ? `&cursor=${q(cursor)}` : ''}`);
+      seen.push(...ids(page));
+      if (page.scan_limited) short++;
+      cursor = page.next_cursor;
+      if (!cursor) break;
+    }
+    expect(cursor).toBeNull();
+    expect(seen).toEqual(['tiny-4', 'tiny-3', 'tiny-2', 'tiny-1', 'tiny-0']);
+    expect(short).toBeGreaterThan(0);
+  });
+
   test('a match deleted between the walk and the read of its row (retention, a bulk delete) shortens the page, never ends the list', async () => {
     // The walk reads the tasks' keys, then the rows that match: a delete lands between the two statements.
     const db = svc.ctx.db;
