@@ -165,6 +165,9 @@ searches['task id, first 5 characters'] = () => ({ q: anyId().slice(0, 5) });
 searches['two words'] = () => ({ q: 'billing charge' });
 searches['common word + state=failure'] = () => ({ q: 'order', state: 'failure' });
 searches['rare word + state=failure'] = () => ({ q: `sku-${(rnd(state.tasks) * 31) % 5000}`, state: 'failure' });
+searches['word pair no task of the state holds (sku-0, state=failure)'] = () => ({ q: 'sku-0', state: 'failure' });
+searches['word pair in ~20 tasks, one word in every task (user-5)'] = () => ({ q: 'user-5' });
+searches['phrase only other states hold ("status ok", state=failure)'] = () => ({ q: '"status ok"', state: 'failure' });
 searches['no match'] = () => ({ q: 'zzqnothing' });
 searches['name word, sorted by runtime'] = () => ({ q: 'charge_card', sort: 'runtime_ms' });
 

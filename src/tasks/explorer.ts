@@ -110,9 +110,12 @@ async function rowsPage(ex: Executor, projectId: string, q: TaskQuery, search: P
   const others: SQL[] = [...extra, ...(exact.length > 0 ? [sql`id NOT IN (${sql.join(exact.map((r) => sql`${r.id}`), sql`, `)})`] : [])];
   const lead = cursor ? [] : exact;
   if (ex.dialect === 'postgres') {
-    // One query: the planner chooses between the GIN index and the sort's.
-    const conds = [pgSearchCondition(tsQuery(search)), ...others];
-    return { ...keyed(await keysetPage(ex, { projectId, filter, sort, order, after: keyAfter(cursor), limit: limit + 1, extra: conds })), exact: lead };
+    // One query: the planner chooses between the GIN index and the sort's; a phrase's matches it
+    // overestimates, so for one the sort's index is walked a little first (explorer-store.ts gathered).
+    const condition = [pgSearchCondition(tsQuery(search))];
+    const phrase = search.terms.some((t) => t.tokens.length > 1);
+    const conds = phrase ? { extra: others, misjudged: condition } : { extra: [...condition, ...others] };
+    return { ...keyed(await keysetPage(ex, { projectId, filter, sort, order, after: keyAfter(cursor), limit: limit + 1, ...conds })), exact: lead };
   }
   const match = fts5Query(search);
   if (sort !== 'created_at') {

@@ -734,4 +734,48 @@ describe(`filters the sort's index does not serve, past a page's budget of tasks
       db.all = all;
     }
   });
+
+  test('a phrase matching few tasks far apart (PostgreSQL gathers them through the search index past the walk): each once, in order', async () => {
+    // Oldest to newest: two matches, 2,100 tasks holding both words apart, a match, 100 more, a match.
+    const zebra = (id: string, args: unknown[]) => ev('task.received', id, { task_name: 'app.zoo', args });
+    const decoys = async (from: number, n: number) => {
+      for (let lo = from; lo < from + n; lo += 500) await ingest(Array.from({ length: Math.min(500, from + n - lo) }, (_, k) => zebra(`decoy-${lo + k}`, ['zebra', 'x', '42'])));
+    };
+    await ingest([zebra('zebra-old-0', ['zebra-42']), zebra('zebra-old-1', [{ tag: 'Zebra 42' }])]);
+    await decoys(0, 2100);
+    await ingest([zebra('zebra-mid', ['zebra_42'])]);
+    await decoys(2100, 100);
+    await ingest([zebra('zebra-new', ['ZEBRA-42'])]);
+    const statements: string[] = [];
+    const db = svc.ctx.db;
+    const all = db.all.bind(db);
+    db.all = (async (query: Parameters<typeof db.all>[0]) => {
+      statements.push(JSON.stringify(query));
+      return all(query);
+    }) as typeof db.all;
+    try {
+      const pages = async (query: string) => {
+        const out: string[][] = [];
+        for (let cursor: string | null = null; out.length < 10; ) {
+          const page: any = await get(`/tasks?${query}${cursor ? `&cursor=${q(cursor)}` : ''}`);
+          expect(page.scan_limited).toBe(false);
+          out.push(ids(page));
+          cursor = page.next_cursor;
+          if (!cursor) break;
+        }
+        return out;
+      };
+      const order = ['zebra-new', 'zebra-mid', 'zebra-old-1', 'zebra-old-0'];
+      expect(await pages('q=zebra-42&limit=2')).toEqual([order.slice(0, 2), order.slice(2)]);
+      expect(await pages('q=zebra-42&limit=3')).toEqual([order.slice(0, 3), order.slice(3)]);
+      expect(await pages('q=%22zebra%2042%22&state=received&limit=50')).toEqual([order]);
+      expect(await pages('q=zebra-42&order=asc&limit=3')).toEqual([[...order].reverse().slice(0, 3), order.slice(0, 1)]);
+      // Sorted by a column whose index holds every project's tasks: the same matches.
+      expect((await pages('q=zebra-42&sort=received_at&limit=50')).flat().sort()).toEqual([...order].sort());
+      // PostgreSQL walked a page's budget, then read the rest through the search index.
+      if (db.dialect === 'postgres') expect(statements.filter((s) => s.includes('row_number() OVER ()')).length).toBeGreaterThan(0);
+    } finally {
+      db.all = all;
+    }
+  });
 });
