@@ -65,7 +65,7 @@ export const TaskPage = Answer(
     next_cursor: Nullable(Type.String()),
     scan_limited: Type.Boolean({
       description:
-        'true when the page read its budget of tasks (2,000, in the sort\'s order) before it held `limit` matches of a filter its index does not serve (a name, queue, worker, engine, priority, or a state in a sort other than created_at or state): it may hold fewer rows, even none, and next_cursor continues from the last task read. Always false with q',
+        'true when the page read its budget of tasks (2,000, in the sort\'s order) before it held `limit` matches of a filter its index does not serve (a name, queue, worker, engine, priority, or a state in a sort other than created_at or state): it may hold fewer rows, even none, and next_cursor continues from the last task read. With q, only on PostgreSQL, for a phrase whose words are in most tasks of the filter and which no task near the start holds (see docs/tasks.md); false otherwise',
     }),
     search_truncated: Type.Boolean({
       description:
