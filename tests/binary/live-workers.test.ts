@@ -78,6 +78,17 @@ describe('SQLite, svc serve --workers 2', () => {
     const svc = await startSvc(env, ['--workers', '2', '--host', '127.0.0.1']);
     running.push(svc);
     await ready(svc.url);
+    // Both processes answer (the first ready one may answer alone while the other still starts).
+    const answered = new Set<string>();
+    await eventually(
+      async () => {
+        const res = await fetch(`${svc.url}/api/v1/health/ready`, { headers: { connection: 'close' } });
+        if (res.status === 200) answered.add(res.headers.get('x-svc-worker') ?? '');
+        return answered.has('0') && answered.has('1');
+      },
+      20_000,
+      'both processes ready',
+    );
     const cookie = await login(svc.url);
     // One tab on each process (new connections until both have one).
     const byWorker = new Map<number, LiveTab>();
