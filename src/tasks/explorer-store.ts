@@ -5,7 +5,7 @@
 import { sql, type SQL } from 'drizzle-orm';
 import { sqliteClient, storedText } from '../db/bulk.ts';
 import type { Executor } from '../db/connect.ts';
-import { SORT_SPECS, tieOf, type KeyValue, type Order, type Sort } from './paging.ts';
+import { keyCursorOf, SORT_SPECS, tieOf, type KeyValue, type Order, type Sort } from './paging.ts';
 import type { TaskRow } from './store.ts';
 import type { TaskState } from './tables.ts';
 
@@ -107,12 +107,17 @@ export async function keysetPage(ex: Executor, q: KeysetQuery): Promise<KeysetPa
   // tasks are of a few names), so a phrase common elsewhere may be absent from a walk's first tasks,
   // and gathering all its matches would sort a great many: there they are conditions like any other.
   const misjudged = q.misjudged ?? [];
-  const gathers = misjudged.length > 0 && !access.sorts && !spec.slim && !spec.nullable;
-  if (!gathers && misjudged.length > 0) q = { ...q, extra: [...(q.extra ?? []), ...misjudged] };
-  const { served, rest } = splitFilter(q, access);
   const project = sql`project_id = ${q.projectId}`;
+  if (misjudged.length > 0 && !access.sorts && !spec.slim && !spec.nullable) {
+    // The walk's budget counts the tasks of the project in the index's range: every other condition
+    // (the rest of the filter, the caller's, the phrase) is checked as it walks.
+    const { served, rest } = splitFilter({ ...q, extra: [] }, access);
+    const keys = q.after ? [keyAfter(ex, spec.columns, tie, q.after, q.order)] : [];
+    return gathered(ex, q, access, [project, ...served], [...rest, ...(q.extra ?? []), ...misjudged], keys);
+  }
+  if (misjudged.length > 0) q = { ...q, extra: [...(q.extra ?? []), ...misjudged] };
+  const { served, rest } = splitFilter(q, access);
   const base = [project, ...served, ...(q.extra ?? [])];
-  if (gathers) return gathered(ex, q, access, base, [...rest, ...misjudged], q.after ? [keyAfter(ex, spec.columns, tie, q.after, q.order)] : []);
   // The index of a slim sort holds every project's tasks: a walk's budget counts its entries, other
   // projects' too, or a page of a project with a fiftieth of the tasks would read fifty times as many.
   const walk = spec.slim ? { base: [...served, ...(q.extra ?? [])], rest: [project, ...rest] } : { base, rest };
@@ -136,7 +141,8 @@ export async function keysetPage(ex: Executor, q: KeysetQuery): Promise<KeysetPa
 /** The filter's conditions the page's index serves as a range of it (the state before created_at in
  * tasks_project_state_created, first-seen bounds in the first-seen sort), and the rest, checked row by
  * row as the index is walked: rare matches, or none, would have a page read the whole project. A
- * search's conditions, a few rows by rowid or a small project's own rows sorted leave nothing to walk. */
+ * caller's conditions (a search's, a bulk job's), a few rows by rowid or a small project's own rows
+ * sorted leave nothing to walk (a phrase's page on PostgreSQL walks on its own terms: gathered). */
 function splitFilter(q: KeysetQuery, access: Access): { served: SQL[]; rest: SQL[] } {
   if (q.rowids || access.sorts || (q.extra?.length ?? 0) > 0) return { served: filterSql(q.filter), rest: [] };
   const served: ExplorerFilter = {};
@@ -195,9 +201,13 @@ async function walked(ex: Executor, q: KeysetQuery, access: Access, base: SQL[],
  * every task where the search's own index would find the few that match: with none among a state's
  * 60,000 tasks that read all of them, 200 ms at a million tasks (730 ms for a whole project). Here the
  * walk stops at a full page or LIST_SCAN_BUDGET tasks (the index scan streams through row_number:
- * a common phrase reads a few hundred); past that the matches are rare, and the rest of them, after
- * the last task walked, are read through the search's index and sorted: 30-45 ms for that phrase. Where
- * the planner would not use that index for them either, the page ends after the walk (scan_limited). */
+ * a common phrase reads a few hundred). Past that the page goes on after the last task walked:
+ * - matches the walk met often enough that the sort's index holds the rest of the page within
+ *   DENSE_WALK tasks more: the planner's own plan (a walk) reads them;
+ * - rarer ones, where the planner would read them through the search index: that plan, every
+ *   match (those before the cursor are dropped after the read), sorted (30-45 ms for that phrase);
+ * - where it would not (the phrase's words are in most tasks: `"status ok"` among failures): the
+ *   page ends there, with a cursor (scan_limited), as a list page under a filter does. */
 async function gathered(ex: Executor, q: KeysetQuery, access: Access, base: SQL[], rest: SQL[], keys: SQL[]): Promise<KeysetPage> {
   const budget = LIST_SCAN_BUDGET;
   const read = await ex.all<Record<string, unknown>>(
@@ -209,22 +219,27 @@ async function gathered(ex: Executor, q: KeysetQuery, access: Access, base: SQL[
   const last = read[read.length - 1];
   // A full page (none of it deleted since the walk), or the walk read every task there is.
   if ((hits.length === q.limit && rows.length === hits.length) || !last || (hits.length < q.limit && Number(last.rn_) < budget)) return { rows, stopped: null };
-  const columns = SORT_SPECS[q.sort].columns;
-  const after = keyAfter(ex, columns, tieOf(q.sort, ex.dialect), { key: columns.map((c) => (last[c] ?? null) as KeyValue), id: last.tie_ as string | number }, q.order);
-  const conds = [...base, ...rest];
-  // Where the planner would not read the rest through the search index either (the phrase's words are
-  // in most tasks: `"status ok"` among failures), the page ends where the walk did, as a list's does.
-  if (!(await searchIndexFirst(ex, [...conds, ...keys, after]))) return { rows, stopped: { keys: last, tie: last.tie_ as string | number } };
-  const more = await pageOf(ex, { ...q, limit: q.limit - rows.length }, { from: sql.raw('tasks'), sorts: true }, conds, [...keys, after]);
-  return { rows: [...rows, ...more], stopped: null };
+  const at = keyCursorOf(last, last.tie_ as string | number, q.sort, q.order);
+  const after = [...keys, keyAfter(ex, SORT_SPECS[q.sort].columns, tieOf(q.sort, ex.dialect), at, q.order)];
+  const left = { ...q, limit: q.limit - rows.length };
+  if (hits.length > 0 && ((q.limit - hits.length) * budget) / hits.length <= DENSE_WALK) return { rows: [...rows, ...(await pageOf(ex, left, access, [...base, ...rest, ...after], []))], stopped: null };
+  // The search index's read takes the keyset's conditions after it (as pageOf reads rows it sorts): the
+  // planner misjudges a range of (created_at, id), and would walk the sort's index for a small one.
+  if (!(await searchIndexFirst(ex, [...base, ...rest]))) return { rows, stopped: { keys: last, tie: at.id } };
+  return { rows: [...rows, ...(await pageOf(ex, left, { from: sql.raw('tasks'), sorts: true }, [...base, ...rest], after))], stopped: null };
 }
+
+/** How many tasks past a walk the planner's own walk may be expected to read for the rest of a page
+ * (at the density of matches the walk met) rather than the search index read them all. */
+const DENSE_WALK = 10_000;
 
 interface PlanNode {
   'Index Name'?: string;
   Plans?: PlanNode[];
 }
 
-/** PostgreSQL: whether the planner would read the tasks meeting `conds` through the search index. */
+/** PostgreSQL: whether the planner would read the tasks meeting `conds` through the search index (the
+ * inner query pageOf runs for rows it sorts). */
 async function searchIndexFirst(ex: Executor, conds: SQL[]): Promise<boolean> {
   const [explained] = await ex.all<{ 'QUERY PLAN': { Plan: PlanNode }[] }>(sql`EXPLAIN (FORMAT JSON) SELECT id FROM tasks WHERE ${and(conds)}`);
   const reads = (node: PlanNode): boolean => node['Index Name'] === 'tasks_search' || (node.Plans ?? []).some(reads);

@@ -3,7 +3,9 @@
 // raw event history and a worker's detail. Reads only.
 //
 // Search on PostgreSQL is one query: the tsvector condition within the sort
-// (its planner chooses between the GIN index and the sort's index). On SQLite
+// (its planner chooses between the GIN index and the sort's index), except a
+// page of a phrase in first-seen or state order, whose matches the planner
+// misjudges (explorer-store.ts gathered). On SQLite
 // the FTS5 index is walked in rowid order (the order tasks were first stored)
 // batch by batch and each batch's rows are checked against the project and
 // the filter, until the page is full; a page stops after reading
@@ -83,8 +85,9 @@ interface RowsPage {
 }
 
 /** One page of the filter: `limit` rows at most; `extra`, conditions on the task row a caller adds to
- * the filter (a bulk filter's task ids, failure group), hold for every row, id matches included. */
-async function rowsPage(ex: Executor, projectId: string, q: TaskQuery, search: ParsedSearch | null, limit: number, extra: SQL[] = []): Promise<RowsPage> {
+ * the filter (a bulk filter's task ids, failure group), hold for every row, id matches included;
+ * `whole`: the caller reads every page (tasksOfFilter). */
+async function rowsPage(ex: Executor, projectId: string, q: TaskQuery, search: ParsedSearch | null, limit: number, extra: SQL[] = [], whole = false): Promise<RowsPage> {
   const sort = q.sort ?? 'created_at';
   const order = q.order ?? 'desc';
   const filter = filterOf(q);
@@ -111,9 +114,11 @@ async function rowsPage(ex: Executor, projectId: string, q: TaskQuery, search: P
   const lead = cursor ? [] : exact;
   if (ex.dialect === 'postgres') {
     // One query: the planner chooses between the GIN index and the sort's; a phrase's matches it
-    // overestimates, so for one the sort's index is walked a little first (explorer-store.ts gathered).
+    // overestimates, so for a page of one the sort's index is walked a little first (explorer-store.ts
+    // gathered). A reader of every match (`whole`) takes the planner's plan: one query a page, where
+    // a page of a phrase no walk narrows would cost a walk of 2,000 tasks and a plan.
     const condition = [pgSearchCondition(tsQuery(search))];
-    const phrase = search.terms.some((t) => t.tokens.length > 1);
+    const phrase = !whole && search.terms.some((t) => t.tokens.length > 1);
     const conds = phrase ? { extra: others, misjudged: condition } : { extra: [...condition, ...others] };
     return { ...keyed(await keysetPage(ex, { projectId, filter, sort, order, after: keyAfter(cursor), limit: limit + 1, ...conds })), exact: lead };
   }
@@ -191,7 +196,7 @@ export async function* tasksOfFilter(
   let cursor: string | undefined;
   let left = max;
   while (left > 0) {
-    const page = await rowsPage(ex, projectId, { ...q, ...(cursor ? { cursor } : {}) }, search, Math.min(pageSize, left), extra);
+    const page = await rowsPage(ex, projectId, { ...q, ...(cursor ? { cursor } : {}) }, search, Math.min(pageSize, left), extra, true);
     const rows = [...page.exact, ...page.rows].slice(0, left);
     if (rows.length > 0) yield rows;
     left -= rows.length;

@@ -102,6 +102,6 @@ export function decodeCursor(text: string, sort: Sort, order: Order): Cursor {
 }
 
 /** The cursor after `row` (whose tie-breaker is `tie`) in this sort. */
-export function keyCursorOf(row: Record<string, unknown>, tie: string | number, sort: Sort, order: Order): Cursor {
+export function keyCursorOf(row: Record<string, unknown>, tie: string | number, sort: Sort, order: Order): Extract<Cursor, { kind: 'key' }> {
   return { kind: 'key', sort, order, key: SORT_SPECS[sort].columns.map((c) => (row[c] ?? null) as KeyValue), id: tie };
 }

@@ -782,12 +782,13 @@ describe(`filters the sort's index does not serve, past a page's budget of tasks
       // Sorted by a column whose index holds every project's tasks: the same matches.
       expect((await pages('q=zebra-42&sort=received_at&limit=50')).out.flat().sort()).toEqual([...order].sort());
       if (!pg) return;
-      // PostgreSQL walked a page's budget, asked the planner, and read the rest through the search index.
+      // PostgreSQL walked a page's budget, asked the planner, and read the rest through the search index
+      // (after zebra-mid, 2,100 tasks hold none); where the walk met matches, the planner's walk read on.
       expect([statements.some((t) => t.includes('row_number() OVER ()')), statements.some((t) => t.includes('EXPLAIN'))]).toEqual([true, true]);
       // Where the planner would not read them through the search index, pages end where the walk did and
       // say so; the cursor reads on, and every match still comes once, in order.
       planned = { 'Node Type': 'Seq Scan' };
-      const walked = await pages('q=zebra-42&limit=3');
+      const walked = await pages('q=zebra-42&limit=2');
       expect(walked.out.flat()).toEqual(order);
       expect(walked.limited).toBeGreaterThan(0);
       const asc = await pages('q=zebra-42&order=asc&state=received&limit=2');
