@@ -202,36 +202,44 @@ async function walked(ex: Executor, q: KeysetQuery, access: Access, base: SQL[],
  * 60,000 tasks that read all of them, 200 ms at a million tasks (730 ms for a whole project). Here the
  * walk stops at a full page or LIST_SCAN_BUDGET tasks (the index scan streams through row_number:
  * a common phrase reads a few hundred). Past that the page goes on after the last task walked:
- * - matches the walk met often enough that the sort's index holds the rest of the page within
- *   DENSE_WALK tasks more: the planner's own plan (a walk) reads them;
+ * - matches the walk met often enough: one more walk, twice as long as that density needs for the
+ *   rest of the page (at most FURTHER_WALK tasks);
  * - rarer ones, where the planner would read them through the search index: that plan, every
  *   match (those before the cursor are dropped after the read), sorted (30-45 ms for that phrase);
  * - where it would not (the phrase's words are in most tasks: `"status ok"` among failures): the
  *   page ends there, with a cursor (scan_limited), as a list page under a filter does. */
 async function gathered(ex: Executor, q: KeysetQuery, access: Access, base: SQL[], rest: SQL[], keys: SQL[]): Promise<KeysetPage> {
-  const budget = LIST_SCAN_BUDGET;
-  const read = await ex.all<Record<string, unknown>>(
-    sql`SELECT * FROM (SELECT s.*, row_number() OVER () AS rn_ FROM (${walkOf(ex, q, access, base, rest, keys, budget)}) AS s) AS w
-      WHERE hit_ = 1 OR rn_ = ${budget} LIMIT ${q.limit}`,
-  );
-  const hits = read.filter((r) => Number(r.hit_) === 1);
-  const rows = hits.length > 0 ? await rowsOfHits(ex, q, hits) : [];
-  const last = read[read.length - 1];
-  // A full page (none of it deleted since the walk), or the walk read every task there is.
-  if ((hits.length === q.limit && rows.length === hits.length) || !last || (hits.length < q.limit && Number(last.rn_) < budget)) return { rows, stopped: null };
-  const at = keyCursorOf(last, last.tie_ as string | number, q.sort, q.order);
-  const after = [...keys, keyAfter(ex, SORT_SPECS[q.sort].columns, tieOf(q.sort, ex.dialect), at, q.order)];
-  const left = { ...q, limit: q.limit - rows.length };
-  if (hits.length > 0 && ((q.limit - hits.length) * budget) / hits.length <= DENSE_WALK) return { rows: [...rows, ...(await pageOf(ex, left, access, [...base, ...rest, ...after], []))], stopped: null };
-  // The search index's read takes the keyset's conditions after it (as pageOf reads rows it sorts): the
-  // planner misjudges a range of (created_at, id), and would walk the sort's index for a small one.
-  if (!(await searchIndexFirst(ex, [...base, ...rest]))) return { rows, stopped: { keys: last, tie: at.id } };
-  return { rows: [...rows, ...(await pageOf(ex, left, { from: sql.raw('tasks'), sorts: true }, [...base, ...rest], after))], stopped: null };
+  const rows: Keyed[] = [];
+  let from = keys;
+  let budget = LIST_SCAN_BUDGET;
+  for (let walks = 1; ; walks++) {
+    const want = q.limit - rows.length;
+    const read = await ex.all<Record<string, unknown>>(
+      sql`SELECT * FROM (SELECT s.*, row_number() OVER () AS rn_ FROM (${walkOf(ex, q, access, base, rest, from, budget)}) AS s) AS w
+        WHERE hit_ = 1 OR rn_ = ${budget} LIMIT ${want}`,
+    );
+    const hits = read.filter((r) => Number(r.hit_) === 1);
+    const found = hits.length > 0 ? await rowsOfHits(ex, q, hits) : [];
+    rows.push(...found);
+    const last = read[read.length - 1];
+    // A full page (none of it deleted since the walk), or the walk read every task there is.
+    if ((hits.length === want && found.length === hits.length) || !last || (hits.length < want && Number(last.rn_) < budget)) return { rows, stopped: null };
+    const at = keyCursorOf(last, last.tie_ as string | number, q.sort, q.order);
+    from = [...keys, keyAfter(ex, SORT_SPECS[q.sort].columns, tieOf(q.sort, ex.dialect), at, q.order)];
+    const further = hits.length > 0 ? Math.ceil((2 * (want - hits.length) * budget) / hits.length) : Infinity;
+    if (walks === 1 && further <= FURTHER_WALK) {
+      budget = Math.max(further, 1);
+      continue;
+    }
+    // The search index's read takes the keyset's conditions after it (as pageOf reads rows it sorts): the
+    // planner misjudges a range of (created_at, id), and would walk the sort's index for a small one.
+    if (!(await searchIndexFirst(ex, [...base, ...rest]))) return { rows, stopped: { keys: last, tie: at.id } };
+    return { rows: [...rows, ...(await pageOf(ex, { ...q, limit: q.limit - rows.length }, { from: sql.raw('tasks'), sorts: true }, [...base, ...rest], from))], stopped: null };
+  }
 }
 
-/** How many tasks past a walk the planner's own walk may be expected to read for the rest of a page
- * (at the density of matches the walk met) rather than the search index read them all. */
-const DENSE_WALK = 10_000;
+/** The longest second walk of a phrase's page (see gathered): some 20 ms on a state's scattered tasks. */
+const FURTHER_WALK = 8_000;
 
 interface PlanNode {
   'Index Name'?: string;
